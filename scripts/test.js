@@ -1,0 +1,67 @@
+#!/usr/bin/env node
+// `npm test`: runs every test file with node's test runner against a real PostgreSQL.
+// TEST_DATABASE_URL (or DATABASE_URL) names a server to use; otherwise an embedded server is
+// started for the run. Each test file makes its own database; they are dropped when the run
+// passes and kept (names printed) when it fails, for a look at what the failing test left.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { register } from 'tsx/esm/api';
+
+register();
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const { startEmbeddedPostgres } = await import('../src/db/embedded.ts');
+const { dropTestDatabases } = await import('../test/helpers/cleanup.ts');
+const pino = (await import('pino')).default;
+
+function findTests(dir) {
+  const out = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...findTests(p));
+    else if (entry.name.endsWith('.test.ts')) out.push(p);
+  }
+  return out.sort();
+}
+
+const filter = process.argv.slice(2);
+let files = findTests(path.join(root, 'test'));
+if (filter.length) files = files.filter((f) => filter.some((x) => f.includes(x)));
+
+let adminUrl = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || '';
+let embedded = null;
+let tmp = null;
+if (!adminUrl) {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-test-'));
+  fs.chmodSync(tmp, 0o755);
+  embedded = await startEmbeddedPostgres({ dataDir: tmp, logger: pino({ level: 'warn' }) });
+  adminUrl = embedded.connectionString;
+  console.log(`# embedded PostgreSQL for tests at ${new URL(adminUrl).host}`);
+} else {
+  console.log(`# tests against ${new URL(adminUrl).host}${new URL(adminUrl).pathname}`);
+}
+const runId = `${Date.now().toString(36)}${process.pid.toString(36)}`;
+
+const env = { ...process.env, TEST_DATABASE_URL: adminUrl, TEST_RUN_ID: runId };
+delete env.DATABASE_URL;
+const concurrency = process.env.TEST_CONCURRENCY || '2';
+const child = spawn(
+  process.execPath,
+  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+  { stdio: 'inherit', env, cwd: root },
+);
+const code = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
+
+if (code === 0) {
+  await dropTestDatabases(adminUrl, runId);
+} else {
+  console.log(`# tests failed: databases of run ${runId} kept (toolrun_t_${runId}_*) for inspection`);
+}
+if (embedded) {
+  await embedded.stop();
+  if (code === 0) fs.rmSync(tmp, { recursive: true, force: true });
+  else console.log(`# embedded data directory kept at ${tmp}`);
+}
+process.exit(code);

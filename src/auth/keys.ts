@@ -1,0 +1,55 @@
+import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
+
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+export const KEY_PREFIX_LENGTH = 8;
+export const KEY_SECRET_LENGTH = 32;
+const KEY_PATTERN = /^svc_(live|test)_([A-Za-z0-9]{8})([A-Za-z0-9]{32})$/;
+
+export type EnvPrefix = 'svc_live_' | 'svc_test_';
+
+function randomString(length: number): string {
+  let out = '';
+  for (let i = 0; i < length; i++) out += ALPHABET[randomInt(ALPHABET.length)];
+  return out;
+}
+
+/** SHA-256 is enough: keys carry ~190 random bits, so there is nothing to brute-force. */
+export function hashKey(key: string): Buffer {
+  return createHash('sha256').update(key, 'utf8').digest();
+}
+
+export interface NewKey {
+  key: string;
+  prefix: string;
+  hash: Buffer;
+}
+
+export function generateKey(envPrefix: EnvPrefix): NewKey {
+  const prefix = randomString(KEY_PREFIX_LENGTH);
+  const key = `${envPrefix}${prefix}${randomString(KEY_SECRET_LENGTH)}`;
+  return { key, prefix, hash: hashKey(key) };
+}
+
+export type ParsedToken =
+  | { kind: 'none' }
+  | { kind: 'not_a_key' }
+  | { kind: 'malformed' }
+  | { kind: 'wrong_env' }
+  | { kind: 'key'; hash: Buffer };
+
+/** Classifies an Authorization header before any database work. */
+export function parseAuthorization(header: string | undefined, envPrefix: EnvPrefix): ParsedToken {
+  if (header === undefined || header.trim() === '') return { kind: 'none' };
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header.trim());
+  if (!match || !match[1]) return { kind: 'none' };
+  const token = match[1];
+  if (!token.startsWith('svc_')) return { kind: 'not_a_key' };
+  const parts = KEY_PATTERN.exec(token);
+  if (!parts) return { kind: 'malformed' };
+  if (`svc_${parts[1]}_` !== envPrefix) return { kind: 'wrong_env' };
+  return { kind: 'key', hash: hashKey(token) };
+}
+
+export function sameHash(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
+}

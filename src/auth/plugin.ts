@@ -1,0 +1,81 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config/config.js';
+import type { Db } from '../db/pool.js';
+import { ApiError } from '../http/errors.js';
+import { parseAuthorization, sameHash } from './keys.js';
+import { authenticateKey, type KeyContext, type Scope } from './repository.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth: KeyContext | null;
+  }
+  interface FastifyContextConfig {
+    /** The scope a key needs for this route; routes without one need no key. */
+    scope?: Scope;
+  }
+}
+
+function setRateHeaders(reply: FastifyReply, limit: number, tokens: number): void {
+  const perSecond = limit / 60;
+  reply.header('RateLimit-Limit', String(limit));
+  reply.header('RateLimit-Remaining', String(Math.max(0, Math.floor(tokens))));
+  // Seconds until the bucket is full again: the token-bucket reading of "reset".
+  reply.header('RateLimit-Reset', String(Math.max(0, Math.ceil((limit - tokens) / perSecond))));
+}
+
+/** Authentication, plan, scope and rate limit, in that order, before the body is even read. */
+export function createAuthHook(config: Config, db: Db) {
+  return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const scope = request.routeOptions.config.scope;
+    if (!scope) return;
+    const parsed = parseAuthorization(request.headers.authorization, config.keyEnvPrefix);
+    if (parsed.kind === 'none' || parsed.kind === 'not_a_key') {
+      throw new ApiError(
+        'api_key_required',
+        'This call needs an API key: send the header "Authorization: Bearer svc_...". Session tokens are not accepted.',
+      );
+    }
+    if (parsed.kind !== 'key') {
+      throw new ApiError(
+        'invalid_api_key',
+        parsed.kind === 'wrong_env'
+          ? `This API key belongs to another environment; this server accepts only ${config.keyEnvPrefix} keys.`
+          : 'The API key is malformed, unknown or revoked. Check it, or ask a team owner or admin for a new one.',
+      );
+    }
+    const ctx = await authenticateKey(db.pool, parsed.hash, scope);
+    if (!ctx || !sameHash(ctx.keyHash, parsed.hash)) {
+      throw new ApiError(
+        'invalid_api_key',
+        'The API key is malformed, unknown or revoked. Check it, or ask a team owner or admin for a new one.',
+      );
+    }
+    if (ctx.plan === 'free') {
+      throw new ApiError('plan_upgrade_required', 'API access needs the Plus, Pro or Team plan. Upgrade the team to use this key.', {
+        details: { plan: ctx.plan, required_plans: ['plus', 'pro', 'team'] },
+      });
+    }
+    if (!ctx.scopes.includes(scope)) {
+      throw new ApiError('insufficient_scope', `This API key lacks the "${scope}" scope. Create a key with that scope.`, {
+        details: { required_scope: scope },
+      });
+    }
+    if (ctx.bucket) {
+      setRateHeaders(reply, ctx.rateLimitPerMinute, ctx.bucket.tokens);
+      if (!ctx.bucket.allowed) {
+        const retryAfter = Math.max(1, Math.ceil(((1 - ctx.bucket.tokens) * 60) / ctx.rateLimitPerMinute));
+        throw new ApiError('rate_limited', `Too many requests for this key; retry in ${retryAfter} s.`, {
+          details: { limit_per_minute: ctx.rateLimitPerMinute },
+          headers: { 'Retry-After': String(retryAfter) },
+        });
+      }
+    }
+    request.auth = ctx;
+  };
+}
+
+/** For handlers of routes that declare a scope: the hook has run, so the context is there. */
+export function requireAuth(request: FastifyRequest): KeyContext {
+  if (!request.auth) throw new Error('route without a scope asked for the key context');
+  return request.auth;
+}

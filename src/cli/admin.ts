@@ -1,0 +1,139 @@
+import { Command, InvalidArgumentError } from 'commander';
+import type { Config } from '../config/config.js';
+import type { Db } from '../db/pool.js';
+import { createApiKey, DEFAULT_RATE, listApiKeys, parseScopes, revokeApiKey } from '../auth/key-admin.js';
+import type { Plan, Role } from '../auth/repository.js';
+import {
+  addMember,
+  AdminError,
+  grantSparks,
+  mustGetTeam,
+  PLANS,
+  removeMember,
+  ROLES,
+  updateMember,
+  updateTeam,
+  type Member,
+  type Team,
+} from '../teams/repository.js';
+
+/** Runs an admin action against an opened database and returns what to print. */
+export type WithDb = (fn: (db: Db) => Promise<unknown>) => Promise<void>;
+
+function integer(name: string, opts: { min?: number } = {}) {
+  return (raw: string): number => {
+    if (!/^-?\d+$/.test(raw)) throw new InvalidArgumentError(`${name} must be a whole number`);
+    const n = Number(raw);
+    if (!Number.isSafeInteger(n) || (opts.min !== undefined && n < opts.min)) {
+      throw new InvalidArgumentError(`${name} must be a whole number${opts.min !== undefined ? ` >= ${opts.min}` : ''}`);
+    }
+    return n;
+  };
+}
+
+function oneOf<T extends string>(name: string, values: readonly T[]) {
+  return (raw: string): T => {
+    if (!values.includes(raw as T)) throw new InvalidArgumentError(`${name} must be one of ${values.join(', ')}`);
+    return raw as T;
+  };
+}
+
+const uuid = (name: string) => (raw: string) => {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(raw)) {
+    throw new InvalidArgumentError(`${name} must be an id (a UUID), got "${raw}"`);
+  }
+  return raw.toLowerCase();
+};
+
+const teamView = (t: Team) => ({ team: t });
+const memberView = (m: Member) => ({ member: { id: m.id, email: m.email, role: m.role } });
+
+export function adminCommand(config: Config, withDb: WithDb): Command {
+  const admin = new Command('admin').description('operator commands; each prints JSON on stdout');
+
+  const team = admin.command('team').description('teams');
+  team
+    .command('create')
+    .requiredOption('--name <name>', 'team name')
+    .requiredOption('--plan <plan>', PLANS.join('|'), oneOf('--plan', PLANS))
+    .option('--sparks <n>', 'initial Sparks grant', integer('--sparks', { min: 0 }))
+    .option('--runs-per-hour <n>', 'hourly ceiling on new runs (default 1000)', integer('--runs-per-hour', { min: 1 }))
+    .action((o: { name: string; plan: Plan; sparks?: number; runsPerHour?: number }) =>
+      withDb(async (db) => {
+        const { createTeam } = await import('../teams/repository.js');
+        if (!o.name.trim() || o.name.length > 200) throw new AdminError('--name must be 1 to 200 characters');
+        return teamView(await createTeam(db, o));
+      }),
+    );
+  team
+    .command('update')
+    .requiredOption('--team <id>', 'team id', uuid('--team'))
+    .option('--plan <plan>', PLANS.join('|'), oneOf('--plan', PLANS))
+    .option('--runs-per-hour <n>', 'hourly ceiling on new runs', integer('--runs-per-hour', { min: 1 }))
+    .action((o: { team: string; plan?: Plan; runsPerHour?: number }) =>
+      withDb(async (db) => teamView(await updateTeam(db.pool, o.team, o))),
+    );
+  team
+    .command('show')
+    .requiredOption('--team <id>', 'team id', uuid('--team'))
+    .action((o: { team: string }) => withDb(async (db) => teamView(await mustGetTeam(db.pool, o.team))));
+
+  admin
+    .command('sparks')
+    .description('Sparks')
+    .command('grant')
+    .requiredOption('--team <id>', 'team id', uuid('--team'))
+    .requiredOption('--amount <n>', 'Sparks to add (negative deducts)', integer('--amount'))
+    .action((o: { team: string; amount: number }) => withDb(async (db) => teamView(await grantSparks(db, o.team, o.amount))));
+
+  const member = admin.command('member').description('team members');
+  member
+    .command('add')
+    .requiredOption('--team <id>', 'team id', uuid('--team'))
+    .requiredOption('--email <email>', 'member email')
+    .requiredOption('--role <role>', ROLES.join('|'), oneOf('--role', ROLES))
+    .action((o: { team: string; email: string; role: Role }) =>
+      withDb(async (db) => {
+        if (!/^[^\s@]+@[^\s@]+$/.test(o.email) || o.email.length > 320) throw new AdminError('--email must be an email address');
+        return memberView(await addMember(db, { teamId: o.team, email: o.email, role: o.role }));
+      }),
+    );
+  member
+    .command('update')
+    .requiredOption('--member <id>', 'member id', uuid('--member'))
+    .requiredOption('--role <role>', ROLES.join('|'), oneOf('--role', ROLES))
+    .action((o: { member: string; role: Role }) => withDb(async (db) => memberView(await updateMember(db.pool, o.member, o.role))));
+  member
+    .command('remove')
+    .requiredOption('--member <id>', 'member id', uuid('--member'))
+    .action((o: { member: string }) => withDb(async (db) => memberView(await removeMember(db.pool, o.member))));
+
+  const key = admin.command('key').description('API keys');
+  key
+    .command('create')
+    .requiredOption('--member <id>', 'member id (an owner or admin)', uuid('--member'))
+    .requiredOption('--name <name>', 'key name')
+    .option('--scopes <list>', 'comma-separated: read,run,webhooks (read is always on; default read,run)')
+    .option('--rate <n>', 'requests per minute: 30|60|120|300', integer('--rate'), DEFAULT_RATE)
+    .action((o: { member: string; name: string; scopes?: string; rate: number }) =>
+      withDb(async (db) =>
+        createApiKey(db, {
+          memberId: o.member,
+          name: o.name,
+          scopes: parseScopes(o.scopes),
+          rate: o.rate,
+          envPrefix: config.keyEnvPrefix,
+        }),
+      ),
+    );
+  key
+    .command('revoke')
+    .requiredOption('--key <id>', 'API key id', uuid('--key'))
+    .action((o: { key: string }) => withDb(async (db) => ({ api_key: await revokeApiKey(db.pool, o.key) })));
+  key
+    .command('list')
+    .requiredOption('--team <id>', 'team id', uuid('--team'))
+    .action((o: { team: string }) => withDb(async (db) => ({ object: 'list', data: await listApiKeys(db.pool, o.team) })));
+
+  return admin;
+}

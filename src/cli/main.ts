@@ -1,0 +1,111 @@
+import { Command, CommanderError } from 'commander';
+import pino from 'pino';
+import { ConfigError, loadConfig, type Config } from '../config/config.js';
+import { createLogger } from '../logger.js';
+import { openDatabase } from '../service/database.js';
+import { startService } from '../service/serve.js';
+import { AdminError } from '../teams/repository.js';
+import { adminCommand } from './admin.js';
+
+function fail(message: string, code = 1): never {
+  process.stderr.write(`toolrun: ${message}\n`);
+  process.exit(code);
+}
+
+function describeError(err: unknown): string {
+  if (err instanceof AdminError || err instanceof ConfigError) return err.message;
+  const e = err as { code?: string; detail?: string; message?: string };
+  if (e.code === '22P02') return 'an id is not a valid UUID';
+  return e.message ?? String(err);
+}
+
+/** Stops on SIGTERM/SIGINT; a second signal exits at once. */
+function onShutdown(stop: () => Promise<void>, logger: pino.Logger): void {
+  let stopping = false;
+  const handler = (signal: string) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+}
+
+export async function main(argv: string[]): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    fail(`configuration error: ${describeError(err)}`, 78);
+  }
+  const program = new Command('toolrun').description('Toolrun: a self-hostable Tool-Run API service').exitOverride();
+
+  program
+    .command('serve')
+    .description('run the API with in-process workers')
+    .action(async () => {
+      const logger = createLogger(config.logLevel);
+      const service = await startService(config, logger);
+      onShutdown(() => service.stop(), logger);
+    });
+
+  program
+    .command('worker')
+    .description('run workers only, against the same database')
+    .action(async () => {
+      const logger = createLogger(config.logLevel);
+      const database = await openDatabase(config, logger, { applicationName: 'toolrun-worker' });
+      logger.info(
+        { concurrency: config.workerConcurrency },
+        'worker connected; it has no queues to take work from yet (runs arrive with the Runs issue)',
+      );
+      onShutdown(() => database.close(), logger);
+    });
+
+  program
+    .command('migrate')
+    .description('apply pending database migrations and exit')
+    .action(async () => {
+      const logger = createLogger(config.logLevel);
+      const database = await openDatabase(config, logger);
+      await database.close();
+      process.stdout.write(JSON.stringify({ migrated: true }) + '\n');
+    });
+
+  program.addCommand(
+    adminCommand(config, async (fn) => {
+      // Admin output is JSON on stdout; logs go to stderr and only when something is wrong.
+      const logger = createLogger('warn', pino.destination(2));
+      const database = await openDatabase(config, logger, { poolSize: 2, applicationName: 'toolrun-admin' });
+      try {
+        const result = await fn(database.db);
+        process.stdout.write(JSON.stringify(result) + '\n');
+      } finally {
+        await database.close();
+      }
+    }),
+  );
+
+  // Usage errors exit 64 (EX_USAGE) everywhere, also in subcommands added as whole trees.
+  const overrideAll = (cmd: Command): void => {
+    cmd.exitOverride();
+    cmd.commands.forEach(overrideAll);
+  };
+  overrideAll(program);
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.exitCode === 0) return;
+      process.exit(err.exitCode === 1 ? 64 : err.exitCode);
+    }
+    fail(describeError(err));
+  }
+}

@@ -1,0 +1,151 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Logger } from 'pino';
+import { createAuthHook } from '../auth/plugin.js';
+import type { Config } from '../config/config.js';
+import type { Db } from '../db/pool.js';
+import { meRoutes, MeSchema } from '../me/routes.js';
+import type { ToolRegistry } from '../tools/registry.js';
+import { toolRoutes, toolSchemas } from '../tools/routes.js';
+import { ApiError, envelope, invalidRequest } from './errors.js';
+import { createMethodIndex } from './not-found.js';
+import { buildOpenApiDocument } from './openapi.js';
+import { ErrorResponseSchema } from './schemas.js';
+import { fieldErrors } from './validation.js';
+import { systemRoutes } from './system-routes.js';
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  tools: ToolRegistry;
+}
+
+const DB_UNAVAILABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection terminated|timeout exceeded when trying to connect|the database system is (starting up|shutting down)|terminating connection due to administrator command/i;
+
+function isDbUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return (
+    (typeof e.code === 'string' && ['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT'].includes(e.code)) ||
+    DB_UNAVAILABLE.test(e.message ?? '')
+  );
+}
+
+/** Maps whatever was thrown to the error the client sees. */
+function toApiError(err: FastifyError): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err.validation) return invalidRequest(fieldErrors(err.validation, err.validationContext ?? 'body'));
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError('unsupported_media_type', 'Send the body as JSON with "Content-Type: application/json".');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('payload_too_large', 'The request body is larger than this endpoint accepts.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return invalidRequest([{ loc: ['body'], message: 'is empty; send a JSON object', code: 'malformed_json' }]);
+    case 'FST_ERR_BAD_URL':
+      return invalidRequest([{ loc: ['path'], message: 'is not a valid URL path', code: 'malformed_path' }]);
+  }
+  if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+    return invalidRequest([{ loc: ['body'], message: 'is not valid JSON', code: 'malformed_json' }]);
+  }
+  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+    return invalidRequest([{ loc: ['request'], message: err.message, code: 'invalid' }]);
+  }
+  if (isDbUnavailable(err)) {
+    return new ApiError('service_unavailable', 'The service is briefly unavailable; retry with backoff.', {
+      headers: { 'Retry-After': '1' },
+    });
+  }
+  return new ApiError('internal_error', 'Something failed on our side. Retry with backoff; if it persists, quote the request id.');
+}
+
+/** One info line per request (on completion); the arrival line is debug-only. */
+class QuietStartLogController extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request');
+  }
+}
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  // Fastify's own logger type is narrower than pino's; the instance is the same.
+  const { config, db, logger, tools } = deps;
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    genReqId: () => randomUUID(),
+    logController: new QuietStartLogController({ requestIdLogLabel: 'request_id' }),
+    bodyLimit: config.bodyLimitBytes,
+    return503OnClosing: true,
+    ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: true } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorateRequest('auth', null);
+  const methods = createMethodIndex(app);
+
+  app.addSchema(ErrorResponseSchema);
+  app.addSchema(MeSchema);
+  toolSchemas(app);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Tool-Run API',
+        version: '1',
+        description: 'Upload media, price a job, start it, follow it and download the results.',
+      },
+      servers: [{ url: config.publicBaseUrl }],
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'A team API key: svc_live_... or svc_test_...' },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transform: ({ schema, url, route }) => {
+      const out = { ...(schema as Record<string, unknown>) };
+      if (route.config && (route.config as { scope?: string }).scope) out.security = [{ bearerAuth: [] }];
+      return { schema: out as typeof schema, url };
+    },
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+  });
+  app.addHook('onRequest', createAuthHook(config, db));
+
+  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const apiError = toApiError(err);
+    if (apiError.status >= 500) {
+      request.log.error({ err }, 'request failed');
+    } else if (!(err instanceof ApiError)) {
+      request.log.info({ code: apiError.code, reason: err.code ?? err.message }, 'request refused');
+    }
+    reply.header('X-Request-Id', request.id);
+    for (const [name, value] of Object.entries(apiError.opts.headers ?? {})) reply.header(name, value);
+    reply.status(apiError.status).send(envelope(apiError, request.id));
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    reply.header('X-Request-Id', request.id);
+    const allowed = methods.allowedMethods(request.url);
+    if (allowed.length > 0) {
+      reply.header('Allow', allowed.join(', '));
+      const err = new ApiError('method_not_allowed', `${request.method} is not allowed here; use ${allowed.join(' or ')}.`, {
+        details: { allowed_methods: allowed },
+      });
+      return reply.status(err.status).send(envelope(err, request.id));
+    }
+    const err = new ApiError('not_found', `No route ${request.method} ${request.url.split('?')[0]}. Every path starts with /v1.`);
+    return reply.status(err.status).send(envelope(err, request.id));
+  });
+
+  let openApiDoc: Record<string, unknown> | null = null;
+  await app.register(systemRoutes({ db, openapi: () => (openApiDoc ??= buildOpenApiDocument(app)) }));
+  await app.register(meRoutes);
+  await app.register(toolRoutes(tools));
+
+  await app.ready();
+  return app;
+}

@@ -1,0 +1,84 @@
+/** The one table that maps every error code to its HTTP status. */
+export const ERROR_STATUS = {
+  api_key_required: 401,
+  invalid_api_key: 401,
+  insufficient_sparks: 402,
+  plan_upgrade_required: 403,
+  consent_required: 403,
+  insufficient_scope: 403,
+  insufficient_role: 403,
+  not_found: 404,
+  tool_not_found: 404,
+  run_not_found: 404,
+  output_not_found: 404,
+  file_not_found: 404,
+  webhook_endpoint_not_found: 404,
+  method_not_allowed: 405,
+  tool_execution_pipeline: 409,
+  output_not_ready: 409,
+  run_not_cancelable: 409,
+  webhook_endpoint_limit_reached: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  invalid_request: 422,
+  idempotency_key_reused: 422,
+  rate_limited: 429,
+  internal_error: 500,
+  service_unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export type Loc = (string | number)[];
+
+export interface FieldError {
+  loc: Loc;
+  message: string;
+  code: string | null;
+}
+
+export interface ErrorBody {
+  error: {
+    code: string;
+    message: string;
+    request_id: string | null;
+    errors: FieldError[] | null;
+    details: Record<string, unknown> | null;
+  };
+}
+
+/** An error meant for the client: its code picks the status, its message says what to do. */
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly opts: { errors?: FieldError[]; details?: Record<string, unknown>; headers?: Record<string, string> } = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = ERROR_STATUS[code];
+  }
+}
+
+export function invalidRequest(errors: FieldError[], message?: string): ApiError {
+  const first = errors[0];
+  const summary =
+    message ??
+    (errors.length === 1 && first
+      ? `Invalid request: ${first.loc.join('.')}: ${first.message}`
+      : `Invalid request: ${errors.length} problems; see errors[] for each.`);
+  return new ApiError('invalid_request', summary, { errors });
+}
+
+export function envelope(err: ApiError, requestId: string): ErrorBody {
+  return {
+    error: {
+      code: err.code,
+      message: err.message,
+      request_id: requestId,
+      errors: err.opts.errors ?? null,
+      details: err.opts.details ?? null,
+    },
+  };
+}

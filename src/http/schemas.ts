@@ -1,0 +1,68 @@
+import { Type, type TSchema } from 'typebox';
+import { ERROR_STATUS, type ErrorCode } from './errors.js';
+
+export const FieldErrorSchema = Type.Object(
+  {
+    loc: Type.Array(Type.Union([Type.String(), Type.Integer()]), {
+      description: 'Where the problem is; the last entry names the slot or field.',
+    }),
+    message: Type.String(),
+    code: Type.Union([Type.String(), Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+
+export const ErrorResponseSchema = Type.Object(
+  {
+    error: Type.Object(
+      {
+        code: Type.String({ description: 'Machine-readable; clients branch on it. Unknown codes must be tolerated.' }),
+        message: Type.String({ description: 'Plain English; not to be parsed.' }),
+        request_id: Type.Union([Type.String(), Type.Null()], { description: 'Equals the X-Request-Id header.' }),
+        errors: Type.Union([Type.Array(FieldErrorSchema), Type.Null()]),
+        details: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false, $id: 'ErrorResponse', title: 'ErrorResponse' },
+);
+
+const STATUS_TEXT: Record<number, string> = {
+  401: 'The API key is missing or not valid.',
+  402: 'The team lacks the Sparks this run holds.',
+  403: 'The plan, scope or role does not allow this call.',
+  404: 'Not found.',
+  409: 'Conflict with the current state.',
+  413: 'The body is too large.',
+  415: 'The body is not application/json.',
+  422: 'The request is invalid; errors[] names each problem.',
+  429: 'Rate limited; wait for Retry-After seconds.',
+  500: 'Failure on the service side; retry with backoff.',
+  503: 'The service is temporarily unavailable; retry with backoff.',
+};
+
+/** Error responses for a route, by status, each described by the codes it may carry. */
+export function errorResponses(...codes: ErrorCode[]): Record<number, TSchema> {
+  const byStatus = new Map<number, string[]>();
+  for (const code of ['invalid_request', 'internal_error', 'service_unavailable', ...codes] as ErrorCode[]) {
+    const status = ERROR_STATUS[code];
+    byStatus.set(status, [...new Set([...(byStatus.get(status) ?? []), code])]);
+  }
+  const out: Record<number, TSchema> = {};
+  for (const [status, list] of byStatus) {
+    out[status] = Type.Ref('ErrorResponse', {
+      description: `${STATUS_TEXT[status] ?? 'Error.'} Codes: ${list.join(', ')}.`,
+    });
+  }
+  return out;
+}
+
+/** The error statuses every authenticated route can answer. */
+export const AUTH_ERRORS: ErrorCode[] = [
+  'api_key_required',
+  'invalid_api_key',
+  'plan_upgrade_required',
+  'insufficient_scope',
+  'rate_limited',
+];

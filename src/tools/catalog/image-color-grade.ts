@@ -1,0 +1,41 @@
+import { image, megapixels, type ToolManifest, type ToolSlot } from '../manifest.js';
+
+const slider = (name: string, minimum: number, maximum: number): ToolSlot => ({
+  name,
+  kind: 'number',
+  required: false,
+  min: 0,
+  max: 1,
+  constraints: { minimum, maximum },
+  default: 0,
+});
+
+export const COLOR_PRESETS = ['natural', 'warm_film', 'cool_matte', 'bw_16mm', 'none'];
+
+export const imageColorGrade: ToolManifest = {
+  id: 'image_color_grade',
+  name: 'Colour grade',
+  description:
+    'Grades an image with a film look (natural, warm_film, cool_matte, bw_16mm) and temperature, contrast, saturation, exposure and grain sliders.',
+  family: 'edit',
+  outputKind: 'image',
+  consent: 'none',
+  productId: 'image_color_grade',
+  inputs: [
+    { name: 'image', kind: 'image', required: true, min: 1, max: 1, constraints: { max_megapixels: 64 } },
+    slider('temperature', -100, 100),
+    slider('contrast', -100, 100),
+    slider('saturation', -100, 100),
+    slider('exposure', -3, 3),
+    slider('grain', 0, 100),
+    { name: 'preset', kind: 'enum', required: false, min: 0, max: 1, choices: COLOR_PRESETS, default: 'none' },
+  ],
+  plans: ['plus', 'pro', 'team'],
+  pipeline: false,
+  // 1 Spark plus 1 per started 4 megapixels.
+  price: (input) => 1 + Math.ceil(megapixels(input.media.image?.[0]) / 4),
+  hintCases: {
+    min: { values: {}, media: { image: [image(1024, 768)] }, durationHint: null },
+    max: { values: {}, media: { image: [image(6000, 4000)] }, durationHint: null },
+  },
+};
