@@ -25,11 +25,17 @@ export interface ApiKeyListItem extends ApiKeyView {
 }
 
 export function parseScopes(raw: string | undefined): Scope[] {
-  if (raw === undefined) return DEFAULT_SCOPES;
-  const wanted = raw
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+  if (raw === undefined) return [...DEFAULT_SCOPES];
+  return normalizeScopes(
+    raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+}
+
+/** Known scopes only, in canonical order, with read always on. */
+export function normalizeScopes(wanted: readonly string[]): Scope[] {
   for (const s of wanted) {
     if (!SCOPES.includes(s as Scope)) throw new AdminError(`unknown scope "${s}"; scopes are ${SCOPES.join(', ')}`);
   }
@@ -43,6 +49,8 @@ export async function createApiKey(
 ): Promise<{ key: string; api_key: ApiKeyView }> {
   if (!RATE_CHOICES.includes(input.rate)) throw new AdminError(`--rate must be one of ${RATE_CHOICES.join(', ')}`);
   if (!input.name.trim() || input.name.length > 200) throw new AdminError('--name must be 1 to 200 characters');
+  // Every caller gets the same rules as the CLI: unknown scopes refused, read always on.
+  const scopes = normalizeScopes(input.scopes);
   return db.tx(async (tx) => {
     const member = await getMember(tx, input.memberId);
     if (!member || member.removed_at) throw new AdminError(`no active member with id ${input.memberId}`);
@@ -66,7 +74,7 @@ export async function createApiKey(
     await tx.query(
       `INSERT INTO api_keys (id, team_id, member_id, name, prefix, key_hash, scopes, rate_limit_per_minute)
        VALUES ($1::uuid, $2::uuid, $3::uuid, $4::text, $5::text, $6::bytea, $7::text[], $8::integer)`,
-      [id, team.id, member.id, input.name, generated.prefix, generated.hash, input.scopes, input.rate],
+      [id, team.id, member.id, input.name, generated.prefix, generated.hash, scopes, input.rate],
     );
     await tx.query(
       'INSERT INTO rate_buckets (key_id, tokens, refilled_at) VALUES ($1::uuid, $2::float8, clock_timestamp())',
@@ -74,7 +82,7 @@ export async function createApiKey(
     );
     return {
       key: generated.key,
-      api_key: { id, name: input.name, prefix: generated.prefix, scopes: input.scopes, rate_limit_per_minute: input.rate },
+      api_key: { id, name: input.name, prefix: generated.prefix, scopes, rate_limit_per_minute: input.rate },
     };
   });
 }

@@ -37,12 +37,17 @@ export type ParsedToken =
   | { kind: 'wrong_env' }
   | { kind: 'key'; hash: Buffer };
 
-/** Classifies an Authorization header before any database work. */
+/**
+ * Classifies an Authorization header before any database work. Another scheme (Basic, ...) or a
+ * Bearer token that is not an `svc_` key (a session token) means no API key was sent; a Bearer
+ * credential that starts like a key but is not exactly one key is a malformed key.
+ */
 export function parseAuthorization(header: string | undefined, envPrefix: EnvPrefix): ParsedToken {
-  if (header === undefined || header.trim() === '') return { kind: 'none' };
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header.trim());
-  if (!match || !match[1]) return { kind: 'none' };
-  const token = match[1];
+  if (header === undefined) return { kind: 'none' };
+  const match = /^Bearer(?:[ \t]+(.*))?$/i.exec(header.trim());
+  if (!match) return { kind: 'none' };
+  const token = (match[1] ?? '').trim();
+  if (token === '') return { kind: 'none' };
   if (!token.startsWith('svc_')) return { kind: 'not_a_key' };
   const parts = KEY_PATTERN.exec(token);
   if (!parts) return { kind: 'malformed' };

@@ -50,6 +50,8 @@ export function createAuthHook(config: Config, db: Db) {
         'The API key is malformed, unknown or revoked. Check it, or ask a team owner or admin for a new one.',
       );
     }
+    // Every response to a known key carries the RateLimit headers, refusals included.
+    if (ctx.rateTokens !== null) setRateHeaders(reply, ctx.rateLimitPerMinute, ctx.rateTokens);
     if (ctx.plan === 'free') {
       throw new ApiError('plan_upgrade_required', 'API access needs the Plus, Pro or Team plan. Upgrade the team to use this key.', {
         details: { plan: ctx.plan, required_plans: ['plus', 'pro', 'team'] },
@@ -61,7 +63,6 @@ export function createAuthHook(config: Config, db: Db) {
       });
     }
     if (ctx.bucket) {
-      setRateHeaders(reply, ctx.rateLimitPerMinute, ctx.bucket.tokens);
       if (!ctx.bucket.allowed) {
         const retryAfter = Math.max(1, Math.ceil(((1 - ctx.bucket.tokens) * 60) / ctx.rateLimitPerMinute));
         throw new ApiError('rate_limited', `Too many requests for this key; retry in ${retryAfter} s.`, {

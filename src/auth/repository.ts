@@ -18,6 +18,11 @@ export interface KeyContext {
   memberId: string;
   role: Role;
   sparksAvailable: number;
+  /**
+   * Tokens in the key's bucket after this request: what the token take left, or, when the bucket
+   * was not touched, what it holds now (for the RateLimit headers of plan and scope refusals).
+   */
+  rateTokens: number | null;
   /** Null when the bucket was not touched (plan or scope refused the call first). */
   bucket: { tokens: number; allowed: boolean } | null;
 }
@@ -37,6 +42,7 @@ interface Row {
   sparks_available: number;
   tokens: number | null;
   last_allowed: boolean | null;
+  tokens_now: number | null;
 }
 
 // Tokens in the bucket now: what was left plus the refill since, capped at one minute's worth.
@@ -67,7 +73,9 @@ WITH k AS (
    WHERE rb.key_id = k.id AND k.may_consume
   RETURNING rb.tokens, rb.last_allowed
 )
-SELECT k.*, b.tokens, b.last_allowed FROM k LEFT JOIN b ON true`;
+SELECT k.*, b.tokens, b.last_allowed,
+       CASE WHEN b.tokens IS NULL THEN (SELECT ${TOKENS_NOW} FROM rate_buckets rb WHERE rb.key_id = k.id) END AS tokens_now
+  FROM k LEFT JOIN b ON true`;
 
 export async function authenticateKey(db: Queryable, hash: Buffer, requiredScope: Scope | null): Promise<KeyContext | null> {
   const { rows } = await db.query<Row>({ name: 'authenticate_key', text: AUTHENTICATE_SQL, values: [hash, requiredScope] });
@@ -86,6 +94,7 @@ export async function authenticateKey(db: Queryable, hash: Buffer, requiredScope
     memberId: row.member_id,
     role: row.role,
     sparksAvailable: row.sparks_available,
+    rateTokens: row.tokens ?? row.tokens_now,
     bucket: row.tokens === null || row.last_allowed === null ? null : { tokens: row.tokens, allowed: row.last_allowed },
   };
 }

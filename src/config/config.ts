@@ -16,6 +16,28 @@ export interface Config {
   workerConcurrency: number;
   allowPrivateNetwork: boolean;
   demoSeed: boolean;
+  storage: StorageConfig;
+  files: FilesConfig;
+}
+
+export type StorageConfig =
+  | { kind: 'local'; root: string }
+  | {
+      kind: 's3';
+      bucket: string;
+      prefix: string;
+      region: string;
+      endpoint: string | null;
+      forcePathStyle: boolean;
+    };
+
+export interface FilesConfig {
+  maxFileBytes: number;
+  partSizeBytes: number;
+  partUrlTtlSeconds: number;
+  downloadUrlTtlSeconds: number;
+  uploadExpirySeconds: number;
+  retentionSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -46,6 +68,30 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
     throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got ${value}`);
   }
   return value;
+}
+
+const GIB = 1024 ** 3;
+const MIB = 1024 ** 2;
+
+function storageConfig(env: Env, dataDir: string): StorageConfig {
+  const raw = str(env, 'TOOLRUN_STORAGE', '');
+  if (raw === '' || raw === 'local') return { kind: 'local', root: path.join(dataDir, 'storage') };
+  if (raw.startsWith('file://')) return { kind: 'local', root: path.resolve(raw.slice('file://'.length)) };
+  const m = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(raw);
+  if (!m || !m[1]) {
+    throw new ConfigError('TOOLRUN_STORAGE', `must be "local", file:///path or s3://bucket/prefix, got "${raw}"`);
+  }
+  const endpointRaw = env.TOOLRUN_S3_ENDPOINT || env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || '';
+  const endpoint = endpointRaw ? url(env, env.TOOLRUN_S3_ENDPOINT ? 'TOOLRUN_S3_ENDPOINT' : env.AWS_ENDPOINT_URL_S3 ? 'AWS_ENDPOINT_URL_S3' : 'AWS_ENDPOINT_URL', '', ['http:', 'https:']) : null;
+  return {
+    kind: 's3',
+    bucket: m[1],
+    prefix: (m[2] ?? '').replace(/^\/+|\/+$/g, ''),
+    region: str(env, 'AWS_REGION', str(env, 'AWS_DEFAULT_REGION', 'us-east-1')),
+    endpoint,
+    // MinIO-like servers usually want path-style addressing; AWS itself does not.
+    forcePathStyle: bool(env, 'TOOLRUN_S3_FORCE_PATH_STYLE', endpoint !== null),
+  };
 }
 
 function bool(env: Env, name: string, fallback: boolean): boolean {
@@ -92,6 +138,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   if (allowPrivateNetwork && production) {
     throw new ConfigError('TOOLRUN_ALLOW_PRIVATE_NETWORK', 'is refused when TOOLRUN_ENV=production; unset it');
   }
+  const dataDir = path.resolve(cwd, str(env, 'TOOLRUN_DATA_DIR', './data'));
+  const maxFileBytes = int(env, 'TOOLRUN_MAX_FILE_BYTES', 5 * GIB, 1, 5 * 1024 * GIB);
+  const partSizeBytes = int(env, 'TOOLRUN_PART_SIZE_BYTES', 8 * MIB, 1024, 5 * GIB);
   const cores = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
   return {
     env: envName,
@@ -100,12 +149,21 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     host,
     port,
     publicBaseUrl,
-    dataDir: path.resolve(cwd, str(env, 'TOOLRUN_DATA_DIR', './data')),
+    dataDir,
     databaseUrl,
     logLevel,
     bodyLimitBytes: int(env, 'TOOLRUN_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     workerConcurrency: int(env, 'TOOLRUN_WORKER_CONCURRENCY', Math.max(1, cores - 1), 1, 256),
     allowPrivateNetwork,
     demoSeed: bool(env, 'TOOLRUN_DEMO_SEED', !production),
+    storage: storageConfig(env, dataDir),
+    files: {
+      maxFileBytes,
+      partSizeBytes,
+      partUrlTtlSeconds: int(env, 'TOOLRUN_PART_URL_TTL_SECONDS', 3600, 60, 7 * 86400),
+      downloadUrlTtlSeconds: int(env, 'TOOLRUN_DOWNLOAD_URL_TTL_SECONDS', 300, 10, 86400),
+      uploadExpirySeconds: int(env, 'TOOLRUN_UPLOAD_EXPIRY_SECONDS', 86400, 60, 30 * 86400),
+      retentionSeconds: int(env, 'TOOLRUN_FILE_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
+    },
   };
 }

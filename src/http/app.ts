@@ -1,12 +1,25 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyPluginAsync,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import { createAuthHook } from '../auth/plugin.js';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
+import { fileRoutes, fileSchemas } from '../files/routes.js';
+import type { MediaBinaries } from '../media/binaries.js';
 import { meRoutes, MeSchema } from '../me/routes.js';
+import { LocalStorage } from '../storage/local.js';
+import { localStorageRoutes } from '../storage/local-routes.js';
+import type { Storage } from '../storage/storage.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { toolRoutes, toolSchemas } from '../tools/routes.js';
 import { ApiError, envelope, invalidRequest } from './errors.js';
@@ -21,6 +34,10 @@ export interface AppDeps {
   db: Db;
   logger: Logger;
   tools: ToolRegistry;
+  storage: Storage;
+  media: MediaBinaries;
+  /** Test-only: routes registered after the built-in ones, under the same hooks and error handling. */
+  extraRoutes?: FastifyPluginAsync;
 }
 
 const DB_UNAVAILABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection terminated|timeout exceeded when trying to connect|the database system is (starting up|shutting down)|terminating connection due to administrator command/i;
@@ -78,7 +95,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: config.bodyLimitBytes,
     return503OnClosing: true,
     ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: true } },
+    // URLs the router cannot take apart never reach the error handler; answer them in the envelope too.
+    frameworkErrors: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      const apiError = invalidRequest([
+        {
+          loc: ['path'],
+          message: err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'has a segment that is too long' : 'is not a valid URL path',
+          code: 'malformed_path',
+        },
+      ]);
+      reply.header('X-Request-Id', request.id);
+      reply.status(apiError.status).send(envelope(apiError, request.id));
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // Bodies are JSON only: without this, Fastify's built-in text/plain parser accepts plain text.
+  app.removeContentTypeParser('text/plain');
 
   app.decorateRequest('auth', null);
   const methods = createMethodIndex(app);
@@ -86,6 +117,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addSchema(ErrorResponseSchema);
   app.addSchema(MeSchema);
   toolSchemas(app);
+  fileSchemas(app);
 
   await app.register(swagger, {
     openapi: {
@@ -116,6 +148,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', createAuthHook(config, db));
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    // A body error on a route that does not exist: the missing route is the answer.
+    if (request.is404 && !(err instanceof ApiError)) return notFound(request, reply);
     const apiError = toApiError(err);
     if (apiError.status >= 500) {
       request.log.error({ err }, 'request failed');
@@ -127,7 +161,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     reply.status(apiError.status).send(envelope(apiError, request.id));
   });
 
-  app.setNotFoundHandler((request, reply) => {
+  const notFound = (request: FastifyRequest, reply: FastifyReply) => {
     reply.header('X-Request-Id', request.id);
     const allowed = methods.allowedMethods(request.url);
     if (allowed.length > 0) {
@@ -139,12 +173,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
     const err = new ApiError('not_found', `No route ${request.method} ${request.url.split('?')[0]}. Every path starts with /v1.`);
     return reply.status(err.status).send(envelope(err, request.id));
-  });
+  };
+  app.setNotFoundHandler(notFound);
 
   let openApiDoc: Record<string, unknown> | null = null;
   await app.register(systemRoutes({ db, openapi: () => (openApiDoc ??= buildOpenApiDocument(app)) }));
   await app.register(meRoutes);
   await app.register(toolRoutes(tools));
+  await app.register(fileRoutes({ config, db, storage: deps.storage, media: deps.media }));
+  // The local backend serves its signed part and download URLs itself; S3 serves its own.
+  if (deps.storage instanceof LocalStorage) await app.register(localStorageRoutes(deps.storage));
+  if (deps.extraRoutes) await app.register(deps.extraRoutes);
 
   await app.ready();
   return app;

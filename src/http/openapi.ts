@@ -4,7 +4,7 @@ type Json = Record<string, unknown>;
 
 /**
  * The generated document plus what Fastify's schemas cannot say: the X-Request-Id header on
- * every response and the RateLimit headers on authenticated ones.
+ * every response, the RateLimit headers on authenticated ones and Retry-After on 429 and 503.
  */
 export function buildOpenApiDocument(app: FastifyInstance): Json {
   const doc = structuredClone(app.swagger()) as unknown as Json;
@@ -28,7 +28,8 @@ export function buildOpenApiDocument(app: FastifyInstance): Json {
           headers['RateLimit-Remaining'] = { $ref: '#/components/headers/RateLimitRemaining' };
           headers['RateLimit-Reset'] = { $ref: '#/components/headers/RateLimitReset' };
         }
-        if (status === '429') headers['Retry-After'] = { $ref: '#/components/headers/RetryAfter' };
+        // 429 (rate limited) and 503 (service briefly unavailable) both tell the client when to retry.
+        if (status === '429' || status === '503') headers['Retry-After'] = { $ref: '#/components/headers/RetryAfter' };
       }
     }
   }

@@ -17,6 +17,12 @@ function pointerToLoc(pointer: string): Loc {
     .map((seg) => (/^(0|[1-9]\d*)$/.test(seg) ? Number(seg) : seg));
 }
 
+/** Ajv gives a type keyword's types as "string", ["string","null"] or "string,null". */
+function typeNames(raw: unknown): string[] {
+  const list = Array.isArray(raw) ? raw.map(String) : String(raw).split(',');
+  return list.map((t) => t.trim()).filter(Boolean);
+}
+
 interface Described {
   suffix?: string;
   message: string;
@@ -31,7 +37,7 @@ function describe(e: FastifySchemaValidationError): Described {
     case 'additionalProperties':
       return { suffix: String(p.additionalProperty), message: 'is not a known field', code: 'unknown_field' };
     case 'type':
-      return { message: `must be ${String(p.type).replace(',', ' or ')}`, code: 'wrong_type' };
+      return { message: `must be ${typeNames(p.type).join(' or ')}`, code: 'wrong_type' };
     case 'minLength':
       return { message: `must be at least ${String(p.limit)} characters`, code: 'too_short' };
     case 'maxLength':
@@ -62,20 +68,54 @@ function describe(e: FastifySchemaValidationError): Described {
   }
 }
 
+const UNION_KEYWORDS = new Set(['anyOf', 'oneOf', 'if']);
+
+function isUnder(path: string, parent: string): boolean {
+  return path === parent || path.startsWith(`${parent}/`);
+}
+
+/** Values a failed keyword lists, for keywords whose union branches are merged into one entry. */
+function mergeable(e: FastifySchemaValidationError): { code: string; values: string[]; message: (v: string[]) => string } | null {
+  const p = e.params as Record<string, unknown>;
+  if (e.keyword === 'type') return { code: 'wrong_type', values: typeNames(p.type), message: (v) => `must be ${v.join(' or ')}` };
+  if (e.keyword === 'enum' || e.keyword === 'const') {
+    const values = e.keyword === 'enum' ? ((p.allowedValues as unknown[]) ?? []) : [p.allowedValue];
+    return { code: 'invalid_choice', values: values.map(String), message: (v) => `must be one of ${v.join(', ')}` };
+  }
+  return null;
+}
+
 /**
- * Turns Ajv's errors into one entry per bad field. Union branches (nullable fields) report one
- * error per branch; we keep the first specific one for each location.
+ * Turns Ajv's errors into one entry per bad field. Union branches (nullable fields, unions of
+ * literals) report one error per branch: type errors at one location are merged ("must be string
+ * or null"), as are allowed values ("must be one of fade, wipe"), and a branch's type error is
+ * dropped when another branch of the same union matched the type and said what is wrong inside it.
  */
 export function fieldErrors(errors: FastifySchemaValidationError[], context: string): FieldError[] {
   const root = CONTEXT_LOC[context] ?? context;
+  const unionPaths = errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf').map((e) => e.instancePath);
+  const specific = errors.filter((e) => e.keyword !== 'type' && !UNION_KEYWORDS.has(e.keyword));
   const byLoc = new Map<string, FieldError>();
+  const mergedValues = new Map<string, string[]>();
   for (const e of errors) {
-    if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue;
+    if (UNION_KEYWORDS.has(e.keyword)) continue;
+    if (e.keyword === 'type' && unionPaths.includes(e.instancePath) && specific.some((s) => isUnder(s.instancePath, e.instancePath))) {
+      continue;
+    }
     const d = describe(e);
     const loc: Loc = [root, ...pointerToLoc(e.instancePath)];
     if (d.suffix !== undefined) loc.push(d.suffix);
     const key = JSON.stringify(loc);
-    if (!byLoc.has(key)) byLoc.set(key, { loc, message: d.message, code: d.code });
+    const existing = byLoc.get(key);
+    const merge = mergeable(e);
+    if (merge && (!existing || existing.code === merge.code)) {
+      const values = [...new Set([...(mergedValues.get(key) ?? []), ...merge.values])];
+      mergedValues.set(key, values);
+      if (existing) existing.message = merge.message(values);
+      else byLoc.set(key, { loc, message: merge.message(values), code: merge.code });
+      continue;
+    }
+    if (!existing) byLoc.set(key, { loc, message: d.message, code: d.code });
   }
   if (byLoc.size === 0) {
     byLoc.set(root, { loc: [root], message: 'is invalid', code: 'invalid' });

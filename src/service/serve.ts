@@ -1,7 +1,11 @@
+import net from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import { startFileJanitor } from '../files/janitor.js';
 import { buildApp } from '../http/app.js';
+import { resolveMediaBinaries } from '../media/binaries.js';
+import { createStorage } from '../storage/create.js';
 import { createToolRegistry } from '../tools/registry.js';
 import { openDatabase, type OpenedDatabase } from './database.js';
 import { seedDemo } from './seed.js';
@@ -13,17 +17,48 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
+async function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, host, () => {
+      const address = srv.address();
+      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/**
+ * PORT=0 asks for any free port. The service hands out URLs under PUBLIC_BASE_URL, whose default
+ * is derived from PORT, so the port is picked before the app is built and the default follows it.
+ */
+async function withConcretePort(config: Config): Promise<Config> {
+  if (config.port !== 0) return config;
+  const port = await freePort(config.host);
+  const base = new URL(config.publicBaseUrl);
+  if (base.port !== '0') return { ...config, port };
+  base.port = String(port);
+  return { ...config, port, publicBaseUrl: base.toString().replace(/\/+$/, '') };
+}
+
 /** `toolrun serve`: the API (and, once the Runs issue lands, in-process workers). */
-export async function startService(config: Config, logger: Logger, out: NodeJS.WritableStream = process.stdout): Promise<RunningService> {
-  const database = await openDatabase(config, logger, { adoptOrphans: true, poolSize: 20, applicationName: 'toolrun-api' });
+export async function startService(requested: Config, logger: Logger, out: NodeJS.WritableStream = process.stdout): Promise<RunningService> {
+  const config = await withConcretePort(requested);
+  const database = await openDatabase(config, logger, { poolSize: 20, applicationName: 'toolrun-api' });
   let app: FastifyInstance | null = null;
   try {
-    const seeded = await seedDemo(config, database.db);
-    app = await buildApp({ config, db: database.db, logger, tools: createToolRegistry() });
+    const storage = await createStorage(config, database.db.pool);
+    app = await buildApp({ config, db: database.db, logger, tools: createToolRegistry(), storage, media: resolveMediaBinaries() });
+    const janitor = startFileJanitor(database.db, storage, logger);
+    app.addHook('onClose', () => janitor.stop());
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+    // Seeded once listening: a start that fails (say, the port is taken) must not use up the one
+    // showing of the demo key.
+    const seeded = await seedDemo(config, database.db);
     logger.info({ url, public_base_url: config.publicBaseUrl, env: config.env }, 'toolrun API listening');
     if (seeded) {
       // Printed once on the terminal, never logged: the full key is shown only here.

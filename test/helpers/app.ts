@@ -1,7 +1,13 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Writable } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import { buildApp } from '../../src/http/app.js';
+import { resolveMediaBinaries } from '../../src/media/binaries.js';
+import { createStorage } from '../../src/storage/create.js';
+import type { Storage } from '../../src/storage/storage.js';
 import { createLogger } from '../../src/logger.js';
 import { createToolRegistry, type ToolRegistry } from '../../src/tools/registry.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
@@ -18,8 +24,10 @@ export class LogSink extends Writable {
   }
 }
 
+/** A fresh data directory per app, removed by the OS temp cleaner (tests leave it for inspection). */
 export function testConfig(env: Record<string, string> = {}): Config {
-  return loadConfig({ TOOLRUN_ENV: 'test', TOOLRUN_DATA_DIR: '/tmp/toolrun-test-unused', LOG_LEVEL: 'info', ...env });
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-app-'));
+  return loadConfig({ TOOLRUN_ENV: 'test', TOOLRUN_DATA_DIR: dataDir, LOG_LEVEL: 'info', ...env });
 }
 
 export interface TestApp {
@@ -27,23 +35,37 @@ export interface TestApp {
   config: Config;
   database: TestDatabase;
   logs: LogSink;
+  storage: Storage;
   close(): Promise<void>;
 }
 
-export async function createTestApp(opts: { env?: Record<string, string>; tools?: ToolRegistry; database?: TestDatabase } = {}): Promise<TestApp> {
+export async function createTestApp(
+  opts: { env?: Record<string, string>; tools?: ToolRegistry; database?: TestDatabase; extraRoutes?: FastifyPluginAsync } = {},
+): Promise<TestApp> {
   const database = opts.database ?? (await createTestDatabase());
   const config = testConfig(opts.env);
   const logs = new LogSink();
   const logger = createLogger(config.logLevel, logs);
-  const app = await buildApp({ config, db: database.db, logger, tools: opts.tools ?? createToolRegistry() });
+  const storage = await createStorage(config, database.db.pool);
+  const app = await buildApp({
+    config,
+    db: database.db,
+    logger,
+    tools: opts.tools ?? createToolRegistry(),
+    storage,
+    media: resolveMediaBinaries(),
+    ...(opts.extraRoutes ? { extraRoutes: opts.extraRoutes } : {}),
+  });
   return {
     app,
     config,
     database,
     logs,
+    storage,
     async close() {
       await app.close();
       if (!opts.database) await database.db.close();
+      if (config.storage.kind === 'local') fs.rmSync(config.dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,0 +1,67 @@
+import { Type, type Static } from 'typebox';
+
+export const UploadUrlBodySchema = Type.Object(
+  {
+    file_name: Type.String({ minLength: 1, maxLength: 255 }),
+    mime_type: Type.String({ minLength: 1, maxLength: 255 }),
+    size_bytes: Type.Integer({ exclusiveMinimum: 0, description: 'The exact file size in bytes' }),
+  },
+  { additionalProperties: false },
+);
+export type UploadUrlBody = Static<typeof UploadUrlBodySchema>;
+
+export const FileUploadSchema = Type.Object(
+  {
+    object: Type.Literal('file_upload'),
+    file_id: Type.String({ format: 'uuid', description: 'Usable in media inputs once the upload is complete' }),
+    upload_id: Type.String({ description: 'To be sent back when completing' }),
+    part_size_bytes: Type.Integer({ description: 'Bytes per part; the last part may be smaller' }),
+    parts: Type.Array(
+      Type.Object(
+        {
+          part_number: Type.Integer({ minimum: 1 }),
+          url: Type.String({ description: 'Presigned URL: PUT the part bytes here and keep the ETag response header' }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    expires_in_seconds: Type.Integer({ description: 'How long the part URLs work' }),
+  },
+  { additionalProperties: false, $id: 'FileUpload', title: 'file_upload' },
+);
+export type FileUpload = Static<typeof FileUploadSchema>;
+
+export const CompleteBodySchema = Type.Object(
+  {
+    upload_id: Type.String({ minLength: 1 }),
+    parts: Type.Array(
+      Type.Object(
+        {
+          part_number: Type.Integer({ minimum: 1, maximum: 10000 }),
+          etag: Type.String({ minLength: 1, description: "The ETag header returned by that part's PUT" }),
+        },
+        { additionalProperties: false },
+      ),
+      { minItems: 1, maxItems: 10000 },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type CompleteBody = Static<typeof CompleteBodySchema>;
+
+export const FILE_STATUS_DESCRIPTION =
+  "The file's state after completion: `ready` (a decodable image, video or audio file; usable in media slots of its kind) or " +
+  '`rejected` (the bytes are not a decodable image, video or audio file, whatever the declared type). Completed files are ' +
+  'kept for the retention period (default 7 days) and then deleted, after which their ids are no longer accepted.';
+
+export const FileSchema = Type.Object(
+  {
+    object: Type.Literal('file'),
+    id: Type.String({ format: 'uuid', description: 'File id to use in media inputs' }),
+    status: Type.String({ enum: ['ready', 'rejected'], description: FILE_STATUS_DESCRIPTION }),
+  },
+  { additionalProperties: false, $id: 'File', title: 'file' },
+);
+export type FileResource = Static<typeof FileSchema>;
+
+export const FileIdParamsSchema = Type.Object({ file_id: Type.String({ format: 'uuid' }) });

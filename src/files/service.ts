@@ -1,0 +1,151 @@
+import { randomUUID } from 'node:crypto';
+import type { Config } from '../config/config.js';
+import type { Db } from '../db/pool.js';
+import { ApiError, invalidRequest, type FieldError } from '../http/errors.js';
+import type { MediaBinaries } from '../media/binaries.js';
+import { probeStored } from '../media/probe.js';
+import { normalizeEtag, type Storage, type StoredPart } from '../storage/storage.js';
+import { insertFile, lockTeamFile, recordProbe, type FileRow } from './repository.js';
+import type { CompleteBody, FileResource, FileUpload, UploadUrlBody } from './schemas.js';
+
+export interface FilesDeps {
+  config: Config;
+  db: Db;
+  storage: Storage;
+  media: MediaBinaries;
+}
+
+const MIB = 1024 * 1024;
+export const MAX_PARTS = 10_000;
+
+/** The configured part size, grown (to whole MiB) so that no upload needs more than 10,000 parts. */
+export function partSizeFor(sizeBytes: number, configured: number): number {
+  if (Math.ceil(sizeBytes / configured) <= MAX_PARTS) return configured;
+  return Math.ceil(sizeBytes / MAX_PARTS / MIB) * MIB;
+}
+
+export async function startUpload(deps: FilesDeps, auth: { teamId: string; keyId: string }, body: UploadUrlBody): Promise<FileUpload> {
+  const { config, db, storage } = deps;
+  if (body.size_bytes > config.files.maxFileBytes) {
+    throw invalidRequest([
+      { loc: ['body', 'size_bytes'], message: `must be at most ${config.files.maxFileBytes} bytes`, code: 'too_large' },
+    ]);
+  }
+  const id = randomUUID();
+  const partSize = partSizeFor(body.size_bytes, config.files.partSizeBytes);
+  const partCount = Math.ceil(body.size_bytes / partSize);
+  const storageKey = `files/${auth.teamId}/${id}`;
+  const uploadId = await storage.createUpload(storageKey, body.mime_type, partSize);
+  await insertFile(db.pool, {
+    id,
+    teamId: auth.teamId,
+    apiKeyId: auth.keyId,
+    fileName: body.file_name,
+    declaredMime: body.mime_type,
+    sizeBytes: body.size_bytes,
+    partSizeBytes: partSize,
+    partCount,
+    storageKey,
+    uploadId,
+    uploadExpirySeconds: config.files.uploadExpirySeconds,
+  });
+  const ttl = config.files.partUrlTtlSeconds;
+  const parts = await Promise.all(
+    Array.from({ length: partCount }, async (_, i) => ({
+      part_number: i + 1,
+      url: await storage.partUrl(storageKey, uploadId, i + 1, ttl),
+    })),
+  );
+  return { object: 'file_upload', file_id: id, upload_id: uploadId, part_size_bytes: partSize, parts, expires_in_seconds: ttl };
+}
+
+/** Every listed part once, 1..n, each matching what storage holds, adding up to size_bytes. */
+function checkParts(file: FileRow, body: CompleteBody, stored: StoredPart[] | null): FieldError[] {
+  const errors: FieldError[] = [];
+  const n = file.part_count;
+  const seen = new Set<number>();
+  const storedByNumber = new Map((stored ?? []).map((p) => [p.partNumber, p]));
+  body.parts.forEach((p, i) => {
+    if (p.part_number > n) {
+      errors.push({ loc: ['body', 'parts', i, 'part_number'], message: `this upload has parts 1 to ${n}`, code: 'unknown_part' });
+      return;
+    }
+    if (seen.has(p.part_number)) {
+      errors.push({ loc: ['body', 'parts', i, 'part_number'], message: `part ${p.part_number} is listed twice`, code: 'duplicate_part' });
+      return;
+    }
+    seen.add(p.part_number);
+    if (!stored) return;
+    const s = storedByNumber.get(p.part_number);
+    if (!s) {
+      errors.push({ loc: ['body', 'parts', i, 'etag'], message: `part ${p.part_number} was never uploaded`, code: 'part_not_uploaded' });
+    } else if (normalizeEtag(s.etag) !== normalizeEtag(p.etag)) {
+      errors.push({
+        loc: ['body', 'parts', i, 'etag'],
+        message: `does not match the stored part ${p.part_number} (${s.etag}); send the ETag its last PUT returned`,
+        code: 'etag_mismatch',
+      });
+    } else {
+      const expected = p.part_number < n ? file.part_size_bytes : file.size_bytes - (n - 1) * file.part_size_bytes;
+      if (s.size !== expected) {
+        errors.push({
+          loc: ['body', 'parts', i],
+          message: `part ${p.part_number} holds ${s.size} bytes; it must hold ${expected} for a file of size_bytes ${file.size_bytes}`,
+          code: 'size_mismatch',
+        });
+      }
+    }
+  });
+  for (let k = 1; k <= n; k++) {
+    if (!seen.has(k)) errors.push({ loc: ['body', 'parts'], message: `part ${k} is missing`, code: 'part_missing' });
+  }
+  return errors;
+}
+
+/**
+ * Completes the upload, then sniffs and probes the bytes. The file row stays locked throughout,
+ * so concurrent completes wait and then all see the one outcome (completion is idempotent).
+ */
+export async function completeUpload(deps: FilesDeps, teamId: string, fileId: string, body: CompleteBody): Promise<FileResource> {
+  const { config, db, storage, media } = deps;
+  return db.tx(async (tx) => {
+    const file = await lockTeamFile(tx, teamId, fileId);
+    if (!file || file.status === 'expired') {
+      throw new ApiError('file_not_found', `No file ${fileId} (unknown, of another team, or expired). Start a new upload.`);
+    }
+    if (body.upload_id !== file.upload_id) {
+      throw invalidRequest([{ loc: ['body', 'upload_id'], message: 'is not the upload_id of this file', code: 'upload_id_mismatch' }]);
+    }
+    if (file.status !== 'uploading') return { object: 'file', id: file.id, status: file.status };
+
+    // A crash after assembling but before commit leaves the object in place: accept it as done.
+    const assembled = (await storage.size(file.storage_key)) === file.size_bytes;
+    if (!assembled) {
+      const stored = await storage.listParts(file.storage_key, file.upload_id);
+      const errors = checkParts(file, body, stored);
+      if (errors.length) throw invalidRequest(errors);
+      try {
+        await storage.completeUpload(
+          file.storage_key,
+          file.upload_id,
+          body.parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })),
+        );
+      } catch (err) {
+        // Backends that cannot list parts only tell us at completion that a part is wrong.
+        if (stored === null && (err as { name?: string }).name?.startsWith('InvalidPart')) {
+          throw invalidRequest([{ loc: ['body', 'parts'], message: 'a part or its ETag does not match what was uploaded', code: 'etag_mismatch' }]);
+        }
+        throw err;
+      }
+      const size = await storage.size(file.storage_key);
+      if (size !== file.size_bytes) {
+        throw invalidRequest([
+          { loc: ['body', 'parts'], message: `the parts hold ${size ?? 0} bytes; size_bytes was ${file.size_bytes}`, code: 'size_mismatch' },
+        ]);
+      }
+    }
+    const probe = await probeStored(storage, file.storage_key, media);
+    const status = await recordProbe(tx, file.id, probe, config.files.retentionSeconds);
+    return { object: 'file', id: file.id, status: status === 'ready' ? 'ready' : 'rejected' };
+  });
+}

@@ -1,0 +1,155 @@
+import { execFile } from 'node:child_process';
+import { fileTypeFromBuffer } from 'file-type';
+import sharp from 'sharp';
+import type { Storage } from '../storage/storage.js';
+import type { MediaBinaries } from './binaries.js';
+
+export type MediaKind = 'image' | 'video' | 'audio' | 'other';
+
+export interface ProbeResult {
+  kind: MediaKind;
+  /** Type sniffed from the bytes, or null when nothing recognisable was found. */
+  mime: string | null;
+  decodable: boolean;
+  width: number | null;
+  height: number | null;
+  durationSeconds: number | null;
+  videoCodec: string | null;
+  audioCodec: string | null;
+  frameRate: number | null;
+  hasAudio: boolean;
+  /** Why the file is not usable, when it is not. */
+  problem: string | null;
+}
+
+/** Limits every probe obeys: time per external call and the pixel count an image may have. */
+export interface ProbeLimits {
+  timeoutMs: number;
+  maxImagePixels: number;
+}
+
+export const DEFAULT_PROBE_LIMITS: ProbeLimits = { timeoutMs: 60_000, maxImagePixels: 268_402_689 };
+
+const EMPTY: Omit<ProbeResult, 'kind' | 'mime' | 'decodable' | 'problem'> = {
+  width: null,
+  height: null,
+  durationSeconds: null,
+  videoCodec: null,
+  audioCodec: null,
+  frameRate: null,
+  hasAudio: false,
+};
+
+function run(cmd: string, args: string[], timeoutMs: number): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
+      if (err) reject(Object.assign(err, { stderr: String(stderr) }));
+      else resolve({ stdout: String(stdout), stderr: String(stderr) });
+    });
+  });
+}
+
+async function probeImage(path: string, mime: string, limits: ProbeLimits): Promise<ProbeResult> {
+  try {
+    const img = sharp(path, { limitInputPixels: limits.maxImagePixels, failOn: 'error' });
+    const meta = await img.metadata();
+    // Decoding every pixel is what proves the file is usable, not its header alone.
+    await img.clone().stats();
+    const rotated = (meta.orientation ?? 1) >= 5;
+    const width = meta.width ?? null;
+    const height = meta.height ?? null;
+    return {
+      ...EMPTY,
+      kind: 'image',
+      mime,
+      decodable: true,
+      width: rotated ? height : width,
+      height: rotated ? width : height,
+      problem: null,
+    };
+  } catch (err) {
+    return { ...EMPTY, kind: 'image', mime, decodable: false, problem: `image does not decode: ${(err as Error).message}` };
+  }
+}
+
+interface FfprobeStream {
+  codec_type?: string;
+  codec_name?: string;
+  width?: number;
+  height?: number;
+  avg_frame_rate?: string;
+  r_frame_rate?: string;
+  duration?: string;
+  disposition?: { attached_pic?: number };
+}
+
+function rate(r: string | undefined): number | null {
+  if (!r) return null;
+  const [n, d] = r.split('/').map(Number);
+  return n && d ? n / d : null;
+}
+
+/** ffprobe for streams and length, then one decoded frame (or second of audio) to prove it plays. */
+async function probeAudioVideo(source: string, mime: string | null, bins: MediaBinaries, limits: ProbeLimits): Promise<ProbeResult> {
+  const whitelist = ['-protocol_whitelist', source.startsWith('http') ? 'http,https,tcp,tls,file' : 'file'];
+  let info: { streams?: FfprobeStream[]; format?: { duration?: string } };
+  try {
+    const { stdout } = await run(
+      bins.ffprobe,
+      ['-v', 'error', ...whitelist, '-print_format', 'json', '-show_format', '-show_streams', source],
+      limits.timeoutMs,
+    );
+    info = JSON.parse(stdout) as typeof info;
+  } catch (err) {
+    return { ...EMPTY, kind: 'other', mime, decodable: false, problem: 'not a readable audio or video file' };
+  }
+  const streams = info.streams ?? [];
+  const video = streams.find((s) => s.codec_type === 'video' && !s.disposition?.attached_pic);
+  const audio = streams.find((s) => s.codec_type === 'audio');
+  if (!video && !audio) return { ...EMPTY, kind: 'other', mime, decodable: false, problem: 'no audio or video stream' };
+  const duration = Number(info.format?.duration ?? video?.duration ?? audio?.duration);
+  const result: ProbeResult = {
+    kind: video ? 'video' : 'audio',
+    mime,
+    decodable: false,
+    width: video?.width ?? null,
+    height: video?.height ?? null,
+    durationSeconds: Number.isFinite(duration) && duration > 0 ? duration : null,
+    videoCodec: video?.codec_name ?? null,
+    audioCodec: audio?.codec_name ?? null,
+    frameRate: video ? rate(video.avg_frame_rate) ?? rate(video.r_frame_rate) : null,
+    hasAudio: Boolean(audio),
+    problem: null,
+  };
+  try {
+    const decode = video ? ['-map', '0:v:0', '-frames:v', '1'] : ['-map', '0:a:0', '-t', '1'];
+    await run(bins.ffmpeg, ['-v', 'error', '-nostdin', ...whitelist, '-i', source, ...decode, '-f', 'null', '-'], limits.timeoutMs);
+    result.decodable = true;
+  } catch (err) {
+    result.problem = `${result.kind} does not decode`;
+  }
+  return result;
+}
+
+/**
+ * What a stored file really is: the type sniffed from its first bytes (never the declared one),
+ * then sharp for images (on a local copy) and ffprobe/ffmpeg for audio and video (reading the
+ * object where it is, through a presigned URL on S3).
+ */
+export async function probeStored(storage: Storage, key: string, bins: MediaBinaries, limits: ProbeLimits = DEFAULT_PROBE_LIMITS): Promise<ProbeResult> {
+  const head = await storage.readHead(key, 64 * 1024);
+  const type = await fileTypeFromBuffer(head).catch(() => undefined);
+  const mime = type?.mime ?? null;
+  if (mime?.startsWith('image/')) {
+    const copy = await storage.localCopy(key);
+    try {
+      return await probeImage(copy.path, mime, limits);
+    } finally {
+      await copy.cleanup();
+    }
+  }
+  if (mime?.startsWith('video/') || mime?.startsWith('audio/') || mime === 'application/ogg' || mime === 'application/mxf') {
+    return probeAudioVideo(await storage.probeSource(key), mime, bins, limits);
+  }
+  return { ...EMPTY, kind: 'other', mime, decodable: false, problem: mime ? `${mime} is not an image, video or audio file` : 'unrecognised file type' };
+}

@@ -1,0 +1,82 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { createReadStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import { ApiError, envelope } from '../http/errors.js';
+import { LocalStorage, PartTooLargeError, UploadNotFoundError } from './local.js';
+
+function refuse(request: FastifyRequest, reply: FastifyReply, err: ApiError): FastifyReply {
+  return reply.status(err.status).header('X-Request-Id', request.id).send(envelope(err, request.id));
+}
+
+function checkSignature(request: FastifyRequest, reply: FastifyReply, storage: LocalStorage, method: string, extra: string[]): boolean {
+  const url = new URL(request.url, 'http://local');
+  const verdict = storage.signer.verify(method, decodeURIComponent(url.pathname), url.searchParams, extra);
+  if (verdict === 'ok') return true;
+  refuse(
+    request,
+    reply,
+    verdict === 'expired'
+      ? new ApiError('url_expired', 'This signed URL has expired; request a new one from the API.')
+      : new ApiError('signature_invalid', 'This URL is not validly signed for this request; use the URL exactly as the API gave it.'),
+  );
+  return false;
+}
+
+/**
+ * The local backend's storage endpoints: part PUTs and downloads, authorised by the URL's HMAC
+ * signature instead of an API key. Refusals use the API's JSON error envelope (403).
+ */
+export function localStorageRoutes(storage: LocalStorage): FastifyPluginAsync {
+  return async (app) => {
+    // Part bodies are raw bytes of any type: hand the stream to the handler untouched.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+    app.put<{ Params: { uploadId: string; partNumber: string } }>(
+      '/storage/uploads/:uploadId/parts/:partNumber',
+      { schema: { hide: true }, bodyLimit: Number.MAX_SAFE_INTEGER },
+      async (request, reply) => {
+        if (!checkSignature(request, reply, storage, 'PUT', [])) return reply;
+        const partNumber = Number(request.params.partNumber);
+        if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > 10_000) {
+          return refuse(request, reply, new ApiError('signature_invalid', 'Unknown part number.'));
+        }
+        try {
+          const etag = await storage.writePart(request.params.uploadId, partNumber, request.raw);
+          return reply.status(200).header('ETag', etag).header('X-Request-Id', request.id).send();
+        } catch (err) {
+          if (err instanceof UploadNotFoundError) {
+            return refuse(request, reply, new ApiError('upload_not_found', 'This upload is completed, expired or unknown.'));
+          }
+          if (err instanceof PartTooLargeError) {
+            reply.header('Connection', 'close');
+            return refuse(request, reply, new ApiError('payload_too_large', 'A part may not exceed part_size_bytes.'));
+          }
+          throw err;
+        }
+      },
+    );
+
+    app.get<{ Params: { '*': string } }>('/storage/objects/*', { schema: { hide: true } }, async (request, reply) => {
+      if (!checkSignature(request, reply, storage, 'GET', ['filename', 'type'])) return reply;
+      const q = new URL(request.url, 'http://local').searchParams;
+      const key = request.params['*'];
+      let filePath: string;
+      let size: number;
+      try {
+        filePath = storage.objectPath(key);
+        size = (await fs.stat(filePath)).size;
+      } catch {
+        return refuse(request, reply, new ApiError('output_not_found', 'This file is no longer available.'));
+      }
+      const fileName = (q.get('filename') ?? 'download').replace(/["\\\r\n]/g, '_');
+      return reply
+        .header('Content-Type', q.get('type') || 'application/octet-stream')
+        .header('Content-Length', String(size))
+        .header('Content-Disposition', `attachment; filename="${fileName.replace(/[^\x20-\x7e]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(fileName)}`)
+        .header('Cache-Control', 'private, no-store')
+        .header('X-Request-Id', request.id)
+        .send(createReadStream(filePath));
+    });
+  };
+}

@@ -1,0 +1,187 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListPartsCommand,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { LocalCopy, Storage, StoredPart } from './storage.js';
+
+export interface S3Options {
+  bucket: string;
+  prefix: string;
+  region: string;
+  endpoint: string | null;
+  forcePathStyle: boolean;
+}
+
+function isNotImplemented(err: unknown): boolean {
+  return err instanceof S3ServiceException && (err.name === 'NotImplemented' || err.$metadata.httpStatusCode === 501 || err.$metadata.httpStatusCode === 405);
+}
+
+function isNotFound(err: unknown): boolean {
+  return err instanceof S3ServiceException && (err.name === 'NotFound' || err.name === 'NoSuchKey' || err.$metadata.httpStatusCode === 404);
+}
+
+/**
+ * S3 and S3-compatible servers: real multipart uploads with presigned UploadPart URLs,
+ * CompleteMultipartUpload on complete, presigned GETs for downloads. Credentials come from the
+ * usual AWS variables through the SDK's default chain.
+ */
+export class S3Storage implements Storage {
+  readonly kind = 's3' as const;
+  readonly client: S3Client;
+
+  constructor(private readonly opts: S3Options) {
+    this.client = new S3Client({
+      region: opts.region,
+      forcePathStyle: opts.forcePathStyle,
+      ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
+    });
+  }
+
+  private k(key: string): string {
+    return this.opts.prefix ? `${this.opts.prefix}/${key}` : key;
+  }
+
+  async createUpload(key: string, contentType: string): Promise<string> {
+    const out = await this.client.send(
+      new CreateMultipartUploadCommand({ Bucket: this.opts.bucket, Key: this.k(key), ContentType: contentType }),
+    );
+    if (!out.UploadId) throw new Error('S3 returned no UploadId');
+    return out.UploadId;
+  }
+
+  async partUrl(key: string, uploadId: string, partNumber: number, expiresInSeconds: number): Promise<string> {
+    return getSignedUrl(
+      this.client,
+      new UploadPartCommand({ Bucket: this.opts.bucket, Key: this.k(key), UploadId: uploadId, PartNumber: partNumber }),
+      { expiresIn: expiresInSeconds },
+    );
+  }
+
+  async listParts(key: string, uploadId: string): Promise<StoredPart[] | null> {
+    const parts: StoredPart[] = [];
+    let marker: string | undefined;
+    try {
+      for (;;) {
+        const out = await this.client.send(
+          new ListPartsCommand({ Bucket: this.opts.bucket, Key: this.k(key), UploadId: uploadId, PartNumberMarker: marker }),
+        );
+        for (const p of out.Parts ?? []) {
+          if (p.PartNumber && p.ETag) parts.push({ partNumber: p.PartNumber, etag: p.ETag, size: p.Size ?? 0 });
+        }
+        if (!out.IsTruncated || !out.NextPartNumberMarker) break;
+        marker = out.NextPartNumberMarker;
+      }
+    } catch (err) {
+      if (isNotImplemented(err)) return null;
+      throw err;
+    }
+    return parts.sort((a, b) => a.partNumber - b.partNumber);
+  }
+
+  async completeUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void> {
+    await this.client.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: this.opts.bucket,
+        Key: this.k(key),
+        UploadId: uploadId,
+        MultipartUpload: {
+          Parts: [...parts]
+            .sort((a, b) => a.partNumber - b.partNumber)
+            .map((p) => ({ PartNumber: p.partNumber, ETag: p.etag.startsWith('"') ? p.etag : `"${p.etag}"` })),
+        },
+      }),
+    );
+  }
+
+  async abortUpload(key: string, uploadId: string): Promise<void> {
+    try {
+      await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.opts.bucket, Key: this.k(key), UploadId: uploadId }));
+    } catch (err) {
+      if (!isNotImplemented(err) && !isNotFound(err)) throw err;
+    }
+  }
+
+  async downloadUrl(key: string, opts: { expiresInSeconds: number; fileName: string; contentType: string }): Promise<string> {
+    const name = opts.fileName.replace(/["\\\r\n]/g, '_');
+    return getSignedUrl(
+      this.client,
+      new GetObjectCommand({
+        Bucket: this.opts.bucket,
+        Key: this.k(key),
+        ResponseContentType: opts.contentType,
+        ResponseContentDisposition: `attachment; filename="${name.replace(/[^\x20-\x7e]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(name)}`,
+      }),
+      { expiresIn: opts.expiresInSeconds },
+    );
+  }
+
+  async readHead(key: string, bytes: number): Promise<Buffer> {
+    const out = await this.client.send(
+      new GetObjectCommand({ Bucket: this.opts.bucket, Key: this.k(key), Range: `bytes=0-${bytes - 1}` }),
+    );
+    const body = out.Body as Readable;
+    const chunks: Buffer[] = [];
+    for await (const chunk of body) chunks.push(Buffer.from(chunk as Uint8Array));
+    return Buffer.concat(chunks).subarray(0, bytes);
+  }
+
+  async localCopy(key: string): Promise<LocalCopy> {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'toolrun-s3-'));
+    const file = path.join(dir, 'object');
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.opts.bucket, Key: this.k(key) }));
+      await pipeline(out.Body as Readable, createWriteStream(file));
+    } catch (err) {
+      await fs.rm(dir, { recursive: true, force: true });
+      throw err;
+    }
+    return { path: file, cleanup: () => fs.rm(dir, { recursive: true, force: true }) };
+  }
+
+  async probeSource(key: string): Promise<string> {
+    return getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.opts.bucket, Key: this.k(key) }), { expiresIn: 600 });
+  }
+
+  async putFile(key: string, filePath: string, contentType: string): Promise<void> {
+    const { size } = await fs.stat(filePath);
+    await this.client.send(
+      new PutObjectCommand({
+        Bucket: this.opts.bucket,
+        Key: this.k(key),
+        Body: createReadStream(filePath),
+        ContentLength: size,
+        ContentType: contentType,
+      }),
+    );
+  }
+
+  async size(key: string): Promise<number | null> {
+    try {
+      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.opts.bucket, Key: this.k(key) }));
+      return out.ContentLength ?? null;
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw err;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.opts.bucket, Key: this.k(key) }));
+  }
+}

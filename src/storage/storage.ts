@@ -1,0 +1,40 @@
+/** One stored part of a multipart upload. `etag` is the quoted hex MD5, as S3 gives it. */
+export interface StoredPart {
+  partNumber: number;
+  etag: string;
+  size: number;
+}
+
+export interface LocalCopy {
+  path: string;
+  cleanup(): Promise<void>;
+}
+
+/**
+ * Where file bytes live. Clients PUT parts and GET downloads straight to URLs this hands out;
+ * the service itself only creates, checks, completes and deletes.
+ */
+export interface Storage {
+  readonly kind: 'local' | 's3';
+  createUpload(key: string, contentType: string, partSizeBytes: number): Promise<string>;
+  partUrl(key: string, uploadId: string, partNumber: number, expiresInSeconds: number): Promise<string>;
+  /** Parts stored so far, or null when the backend cannot list them (then completion checks less). */
+  listParts(key: string, uploadId: string): Promise<StoredPart[] | null>;
+  completeUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void>;
+  abortUpload(key: string, uploadId: string): Promise<void>;
+  downloadUrl(key: string, opts: { expiresInSeconds: number; fileName: string; contentType: string }): Promise<string>;
+  /** The first bytes of an object, for sniffing its type. */
+  readHead(key: string, bytes: number): Promise<Buffer>;
+  /** The object's bytes as a local file, for probing and tools. */
+  localCopy(key: string): Promise<LocalCopy>;
+  /** A URL the probe (ffprobe) may read the object from: a local path or a presigned GET. */
+  probeSource(key: string): Promise<string>;
+  putFile(key: string, filePath: string, contentType: string): Promise<void>;
+  size(key: string): Promise<number | null>;
+  delete(key: string): Promise<void>;
+}
+
+/** S3-style ETags are quoted; clients may send them with or without the quotes. */
+export function normalizeEtag(etag: string): string {
+  return etag.trim().replace(/^W\//, '').replace(/^"+|"+$/g, '').toLowerCase();
+}
