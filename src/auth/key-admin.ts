@@ -77,7 +77,7 @@ export async function createApiKey(
       [id, team.id, member.id, input.name, generated.prefix, generated.hash, scopes, input.rate],
     );
     await tx.query(
-      'INSERT INTO rate_buckets (key_id, tokens, refilled_at) VALUES ($1::uuid, $2::float8, clock_timestamp())',
+      'INSERT INTO rate_buckets (key_id, capacity, tokens, refilled_at) VALUES ($1::uuid, $2::float8, $2::float8, clock_timestamp())',
       [id, input.rate],
     );
     return {

@@ -4,6 +4,7 @@ import type { Db } from '../db/pool.js';
 import { ApiError } from '../http/errors.js';
 import { parseAuthorization, sameHash } from './keys.js';
 import { authenticateKey, type KeyContext, type Scope } from './repository.js';
+import { TokenReservations } from './reservations.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -23,8 +24,48 @@ function setRateHeaders(reply: FastifyReply, limit: number, tokens: number): voi
   reply.header('RateLimit-Reset', String(Math.max(0, Math.ceil((limit - tokens) / perSecond))));
 }
 
-/** Authentication, plan, scope and rate limit, in that order, before the body is even read. */
-export function createAuthHook(config: Config, db: Db) {
+/** The most tokens one statement takes from a shared bucket (at most one second's worth). */
+const MAX_TAKE = 100;
+
+interface Admission {
+  ctx: KeyContext | null;
+  allowed: boolean;
+  /** Tokens left for this key, shared and reserved here, after this request. */
+  remaining: number;
+}
+
+function mayConsume(ctx: KeyContext, scope: Scope): boolean {
+  return ctx.plan !== 'free' && ctx.scopes.includes(scope);
+}
+
+/**
+ * Authentication, plan, scope and rate limit, in that order, before the body is even read.
+ * Every request authenticates against PostgreSQL (so a revoked key stops at once); tokens come
+ * from the key's shared bucket a batch at a time (see TokenReservations).
+ */
+export function createAuthHook(config: Config, db: Db, reservations = new TokenReservations()) {
+  async function admit(hash: Buffer, scope: Scope): Promise<Admission> {
+    const k = hash.toString('hex');
+    // A reserved token is claimed synchronously, before any await, so two requests never count on
+    // the same one; it is given back if the key turns out not to be allowed to spend it.
+    if (!reservations.spend(k)) {
+      const took = await reservations.exclusive(k, async (): Promise<Admission | 'claimed'> => {
+        if (reservations.spend(k)) return 'claimed'; // the request before us reserved some
+        const ctx = await authenticateKey(db.relaxed, hash, scope, MAX_TAKE);
+        const taken = ctx?.taken ?? 0;
+        if (ctx && taken > 1) reservations.add(k, taken - 1);
+        return { ctx, allowed: taken >= 1, remaining: ctx ? Math.floor(ctx.rateTokens) + Math.max(0, taken - 1) : 0 };
+      });
+      if (took !== 'claimed') return took;
+    }
+    const ctx = await authenticateKey(db.relaxed, hash, scope, 0);
+    if (!ctx || !mayConsume(ctx, scope)) {
+      reservations.add(k, 1);
+      return { ctx, allowed: false, remaining: ctx ? Math.floor(ctx.rateTokens) : 0 };
+    }
+    return { ctx, allowed: true, remaining: Math.floor(ctx.rateTokens) + reservations.available(k) };
+  }
+
   return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const scope = request.routeOptions.config.scope;
     if (!scope) return;
@@ -43,7 +84,7 @@ export function createAuthHook(config: Config, db: Db) {
           : 'The API key is malformed, unknown or revoked. Check it, or ask a team owner or admin for a new one.',
       );
     }
-    const ctx = await authenticateKey(db.pool, parsed.hash, scope);
+    const { ctx, allowed, remaining } = await admit(parsed.hash, scope);
     if (!ctx || !sameHash(ctx.keyHash, parsed.hash)) {
       throw new ApiError(
         'invalid_api_key',
@@ -51,7 +92,7 @@ export function createAuthHook(config: Config, db: Db) {
       );
     }
     // Every response to a known key carries the RateLimit headers, refusals included.
-    if (ctx.rateTokens !== null) setRateHeaders(reply, ctx.rateLimitPerMinute, ctx.rateTokens);
+    setRateHeaders(reply, ctx.rateLimitPerMinute, remaining);
     if (ctx.plan === 'free') {
       throw new ApiError('plan_upgrade_required', 'API access needs the Plus, Pro or Team plan. Upgrade the team to use this key.', {
         details: { plan: ctx.plan, required_plans: ['plus', 'pro', 'team'] },
@@ -62,14 +103,12 @@ export function createAuthHook(config: Config, db: Db) {
         details: { required_scope: scope },
       });
     }
-    if (ctx.bucket) {
-      if (!ctx.bucket.allowed) {
-        const retryAfter = Math.max(1, Math.ceil(((1 - ctx.bucket.tokens) * 60) / ctx.rateLimitPerMinute));
-        throw new ApiError('rate_limited', `Too many requests for this key; retry in ${retryAfter} s.`, {
-          details: { limit_per_minute: ctx.rateLimitPerMinute },
-          headers: { 'Retry-After': String(retryAfter) },
-        });
-      }
+    if (!allowed) {
+      const retryAfter = Math.max(1, Math.ceil(((1 - ctx.rateTokens) * 60) / ctx.rateLimitPerMinute));
+      throw new ApiError('rate_limited', `Too many requests for this key; retry in ${retryAfter} s.`, {
+        details: { limit_per_minute: ctx.rateLimitPerMinute },
+        headers: { 'Retry-After': String(retryAfter) },
+      });
     }
     request.auth = ctx;
   };

@@ -18,13 +18,13 @@ export interface KeyContext {
   memberId: string;
   role: Role;
   sparksAvailable: number;
+  /** Tokens in the key's shared bucket after this statement (for the RateLimit headers). */
+  rateTokens: number;
   /**
-   * Tokens in the key's bucket after this request: what the token take left, or, when the bucket
-   * was not touched, what it holds now (for the RateLimit headers of plan and scope refusals).
+   * Tokens this statement took from the shared bucket (0 when it was empty, or when it only
+   * looked); null when it did not try (plan or scope refused the call first, or it only looked).
    */
-  rateTokens: number | null;
-  /** Null when the bucket was not touched (plan or scope refused the call first). */
-  bucket: { tokens: number; allowed: boolean } | null;
+  taken: number | null;
 }
 
 interface Row {
@@ -40,45 +40,67 @@ interface Row {
   member_id: string;
   role: Role;
   sparks_available: number;
-  tokens: number | null;
-  last_allowed: boolean | null;
-  tokens_now: number | null;
+  tokens: number;
+  taken: number | null;
 }
 
-// Tokens in the bucket now: what was left plus the refill since, capped at one minute's worth.
-const TOKENS_NOW =
-  'least(k.rate_limit_per_minute::float8, rb.tokens + greatest(0, extract(epoch FROM clock_timestamp() - rb.refilled_at)) * k.rate_limit_per_minute / 60.0)';
-
-/**
- * One round trip authenticates the key and takes a token from its bucket. The bucket is a row
- * shared by every API process; the UPDATE's row lock serialises concurrent requests of one key,
- * and the SET expressions read the locked (latest) row, so no token is spent twice.
- * The bucket is only touched when the plan and scope checks pass, as those answer first.
- */
-const AUTHENTICATE_SQL = `
+const KEY_CTE = `
 WITH k AS (
   SELECT k.id, k.name, k.prefix, k.key_hash, k.scopes, k.rate_limit_per_minute, k.team_id, k.member_id,
          m.role, t.name AS team_name, t.plan, t.sparks_available,
-         (t.plan <> 'free' AND ($2::text IS NULL OR $2::text = ANY (k.scopes))) AS may_consume
+         (t.plan <> 'free' AND $2::text = ANY (k.scopes)) AS may_consume,
+         -- At most one second's worth of tokens per take (at least one), capped by $3.
+         greatest(1, least($3::integer, floor(k.rate_limit_per_minute / 60.0)))::integer AS batch
     FROM api_keys k
     JOIN members m ON m.id = k.member_id AND m.removed_at IS NULL
     JOIN teams t ON t.id = k.team_id
    WHERE k.key_hash = $1::bytea AND k.revoked_at IS NULL
-), b AS (
-  UPDATE rate_buckets rb
-     SET tokens = CASE WHEN ${TOKENS_NOW} >= 1 THEN ${TOKENS_NOW} - 1 ELSE ${TOKENS_NOW} END,
-         last_allowed = ${TOKENS_NOW} >= 1,
+)`;
+
+// Tokens in the bucket now: what was left plus the refill since, capped at one minute's worth.
+const tokensNow = (capacity: string) =>
+  `least(${capacity}, rb.tokens + greatest(0, extract(epoch FROM clock_timestamp() - rb.refilled_at)) * ${capacity} / 60.0)`;
+
+/** Authenticates and reads the bucket without taking from it. */
+const PEEK_SQL = `${KEY_CTE}
+SELECT k.*, coalesce(${tokensNow('k.rate_limit_per_minute::float8')}, k.rate_limit_per_minute::float8) AS tokens, NULL::integer AS taken
+  FROM k LEFT JOIN rate_buckets rb ON rb.key_id = k.id`;
+
+/**
+ * Authenticates and takes up to one batch of tokens from the key's bucket, in one statement. The
+ * bucket is a row shared by every API process; the row lock serialises concurrent takes of one
+ * key, and the SET expressions read the locked (latest) row, so no token is taken twice. A key
+ * whose row is missing gets a full bucket. The bucket is only touched when the plan and scope
+ * checks pass, as those answer first.
+ */
+const TAKE_SQL = `${KEY_CTE},
+b AS (
+  INSERT INTO rate_buckets AS rb (key_id, capacity, tokens, refilled_at, last_take)
+  SELECT k.id, k.rate_limit_per_minute, k.rate_limit_per_minute - least(k.batch, k.rate_limit_per_minute), clock_timestamp(), k.batch
+    FROM k WHERE k.may_consume
+  ON CONFLICT (key_id) DO UPDATE
+     SET tokens = ${tokensNow('EXCLUDED.capacity')} - least(EXCLUDED.last_take, floor(${tokensNow('EXCLUDED.capacity')})),
+         last_take = least(EXCLUDED.last_take, floor(${tokensNow('EXCLUDED.capacity')}))::integer,
+         capacity = EXCLUDED.capacity,
          refilled_at = greatest(rb.refilled_at, clock_timestamp())
-    FROM k
-   WHERE rb.key_id = k.id AND k.may_consume
-  RETURNING rb.tokens, rb.last_allowed
+  RETURNING rb.tokens, rb.last_take
 )
-SELECT k.*, b.tokens, b.last_allowed,
-       CASE WHEN b.tokens IS NULL THEN (SELECT ${TOKENS_NOW} FROM rate_buckets rb WHERE rb.key_id = k.id) END AS tokens_now
+SELECT k.*,
+       coalesce(b.tokens, (SELECT ${tokensNow('k.rate_limit_per_minute::float8')} FROM rate_buckets rb WHERE rb.key_id = k.id),
+                k.rate_limit_per_minute::float8) AS tokens,
+       b.last_take AS taken
   FROM k LEFT JOIN b ON true`;
 
-export async function authenticateKey(db: Queryable, hash: Buffer, requiredScope: Scope | null): Promise<KeyContext | null> {
-  const { rows } = await db.query<Row>({ name: 'authenticate_key', text: AUTHENTICATE_SQL, values: [hash, requiredScope] });
+/**
+ * Finds the key with its member and team. With maxTake > 0 it also takes up to a batch of tokens
+ * from the key's bucket (only when plan and scope allow the call); with 0 it only looks.
+ */
+export async function authenticateKey(db: Queryable, hash: Buffer, requiredScope: Scope, maxTake: number): Promise<KeyContext | null> {
+  const { rows } = await db.query<Row>(
+    maxTake > 0
+      ? { name: 'authenticate_key_take', text: TAKE_SQL, values: [hash, requiredScope, maxTake] }
+      : { name: 'authenticate_key_peek', text: PEEK_SQL, values: [hash, requiredScope, 1] },
+  );
   const row = rows[0];
   if (!row) return null;
   return {
@@ -94,7 +116,7 @@ export async function authenticateKey(db: Queryable, hash: Buffer, requiredScope
     memberId: row.member_id,
     role: row.role,
     sparksAvailable: row.sparks_available,
-    rateTokens: row.tokens ?? row.tokens_now,
-    bucket: row.tokens === null || row.last_allowed === null ? null : { tokens: row.tokens, allowed: row.last_allowed },
+    rateTokens: row.tokens,
+    taken: row.taken,
   };
 }

@@ -34,12 +34,15 @@ CREATE TABLE api_keys (
 );
 CREATE INDEX api_keys_team ON api_keys (team_id) WHERE revoked_at IS NULL;
 
--- One token bucket per key, shared by every API process.
+-- One token bucket per key, shared by every API process. Written through a connection with
+-- synchronous_commit off: a crash may give back the last moment's tokens, never more.
 CREATE TABLE rate_buckets (
   key_id uuid PRIMARY KEY REFERENCES api_keys(id) ON DELETE CASCADE,
+  capacity double precision NOT NULL,
   tokens double precision NOT NULL,
   refilled_at timestamptz NOT NULL,
-  last_allowed boolean NOT NULL DEFAULT true
+  -- Tokens the last statement took (0: the bucket was empty).
+  last_take integer NOT NULL DEFAULT 0
 );
 
 CREATE TABLE ledger_entries (
