@@ -59,6 +59,21 @@ describe('configuration', () => {
     assert.equal(c.allowPrivateNetwork, true);
   });
 
+  test('S3 storage from TOOLRUN_STORAGE with an endpoint', () => {
+    const c = loadConfig({ TOOLRUN_STORAGE: 's3://media-bucket/tool/run/', TOOLRUN_S3_ENDPOINT: 'http://127.0.0.1:9000', AWS_REGION: 'eu-west-1' }, '/srv/app');
+    assert.deepEqual(c.storage, {
+      kind: 's3',
+      bucket: 'media-bucket',
+      prefix: 'tool/run',
+      region: 'eu-west-1',
+      endpoint: 'http://127.0.0.1:9000',
+      forcePathStyle: true,
+    });
+    assert.deepEqual(loadConfig({}, '/srv/app').storage, { kind: 'local', root: '/srv/app/data/storage' });
+    assert.equal(loadConfig({}, '/srv/app').files.maxFileBytes, 5 * 1024 ** 3);
+    assert.equal(loadConfig({}, '/srv/app').files.partSizeBytes, 8 * 1024 ** 2);
+  });
+
   const refused: [Record<string, string>, string, RegExp][] = [
     [{ PORT: 'abc' }, 'PORT', /whole number from 0 to 65535/],
     [{ PORT: '70000' }, 'PORT', /whole number from 0 to 65535/],
@@ -70,6 +85,16 @@ describe('configuration', () => {
     [{ TOOLRUN_WORKER_CONCURRENCY: '0' }, 'TOOLRUN_WORKER_CONCURRENCY', /from 1 to 256/],
     [{ TOOLRUN_ALLOW_PRIVATE_NETWORK: 'maybe' }, 'TOOLRUN_ALLOW_PRIVATE_NETWORK', /1\/true/],
     [{ TOOLRUN_ENV: 'production', TOOLRUN_ALLOW_PRIVATE_NETWORK: '1' }, 'TOOLRUN_ALLOW_PRIVATE_NETWORK', /refused when TOOLRUN_ENV=production/],
+    [{ TOOLRUN_STORAGE: 'ftp://x' }, 'TOOLRUN_STORAGE', /s3:\/\/bucket\/prefix/],
+    [{ TOOLRUN_STORAGE: 's3://b' }, 'TOOLRUN_STORAGE', /s3:\/\/bucket\/prefix/],
+    [{ TOOLRUN_STORAGE: 's3://bucket', TOOLRUN_PART_SIZE_BYTES: '1048576' }, 'TOOLRUN_PART_SIZE_BYTES', /at least 5242880/],
+    [
+      { TOOLRUN_ENV: 'production', TOOLRUN_STORAGE: 's3://bucket', TOOLRUN_PART_SIZE_BYTES: '1048576', TOOLRUN_S3_ALLOW_SMALL_PARTS: '1' },
+      'TOOLRUN_PART_SIZE_BYTES',
+      /at least 5242880/,
+    ],
+    [{ TOOLRUN_PART_SIZE_BYTES: '100' }, 'TOOLRUN_PART_SIZE_BYTES', /from 1024/],
+    [{ TOOLRUN_S3_ENDPOINT: 'nope', TOOLRUN_STORAGE: 's3://bucket' }, 'TOOLRUN_S3_ENDPOINT', /must be a URL/],
   ];
   for (const [env, variable, pattern] of refused) {
     test(`refuses ${JSON.stringify(env)} naming ${variable}`, () => {

@@ -141,6 +141,11 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   const dataDir = path.resolve(cwd, str(env, 'TOOLRUN_DATA_DIR', './data'));
   const maxFileBytes = int(env, 'TOOLRUN_MAX_FILE_BYTES', 5 * GIB, 1, 5 * 1024 * GIB);
   const partSizeBytes = int(env, 'TOOLRUN_PART_SIZE_BYTES', 8 * MIB, 1024, 5 * GIB);
+  const storage = storageConfig(env, dataDir);
+  // S3 refuses parts under 5 MiB (all but the last) at completion; s3rver-style test servers do not.
+  if (storage.kind === 's3' && partSizeBytes < 5 * MIB && !(bool(env, 'TOOLRUN_S3_ALLOW_SMALL_PARTS', false) && !production)) {
+    throw new ConfigError('TOOLRUN_PART_SIZE_BYTES', `must be at least ${5 * MIB} (5 MiB) with S3 storage, got ${partSizeBytes}`);
+  }
   const cores = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
   return {
     env: envName,
@@ -156,7 +161,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     workerConcurrency: int(env, 'TOOLRUN_WORKER_CONCURRENCY', Math.max(1, cores - 1), 1, 256),
     allowPrivateNetwork,
     demoSeed: bool(env, 'TOOLRUN_DEMO_SEED', !production),
-    storage: storageConfig(env, dataDir),
+    storage,
     files: {
       maxFileBytes,
       partSizeBytes,

@@ -15,7 +15,8 @@ export async function expireFiles(db: Db, storage: Storage, logger: Logger, batc
       const rows = await claimExpiredFiles(tx, batch);
       for (const row of rows) {
         if (row.status === 'uploading') await storage.abortUpload(row.storage_key, row.upload_id);
-        else await storage.delete(row.storage_key);
+        // Also for uploads: an object assembled but never committed (a crash) is left behind.
+        await storage.delete(row.storage_key);
         await markExpired(tx, row.id);
       }
       return rows.length;

@@ -5,7 +5,7 @@ import { ApiError, invalidRequest, type FieldError } from '../http/errors.js';
 import type { MediaBinaries } from '../media/binaries.js';
 import { probeStored } from '../media/probe.js';
 import { normalizeEtag, type Storage, type StoredPart } from '../storage/storage.js';
-import { insertFile, lockTeamFile, recordProbe, type FileRow } from './repository.js';
+import { insertFile, lockTeamFile, markExpired, recordProbe, type FileRow } from './repository.js';
 import type { CompleteBody, FileResource, FileUpload, UploadUrlBody } from './schemas.js';
 
 export interface FilesDeps {
@@ -108,7 +108,7 @@ function checkParts(file: FileRow, body: CompleteBody, stored: StoredPart[] | nu
  */
 export async function completeUpload(deps: FilesDeps, teamId: string, fileId: string, body: CompleteBody): Promise<FileResource> {
   const { config, db, storage, media } = deps;
-  return db.tx(async (tx) => {
+  const outcome = await db.tx(async (tx): Promise<FileResource | { assembledBytes: number; sizeBytes: number }> => {
     const file = await lockTeamFile(tx, teamId, fileId);
     if (!file || file.status === 'expired') {
       throw new ApiError('file_not_found', `No file ${fileId} (unknown, of another team, or expired). Start a new upload.`);
@@ -139,13 +139,26 @@ export async function completeUpload(deps: FilesDeps, teamId: string, fileId: st
       }
       const size = await storage.size(file.storage_key);
       if (size !== file.size_bytes) {
-        throw invalidRequest([
-          { loc: ['body', 'parts'], message: `the parts hold ${size ?? 0} bytes; size_bytes was ${file.size_bytes}`, code: 'size_mismatch' },
-        ]);
+        // Seen only in the assembled object (the backend cannot list parts), when the multipart
+        // upload is already used up: this file can never complete. Delete the wrong bytes and end
+        // the file in this commit; the client starts a new upload.
+        await storage.delete(file.storage_key);
+        await markExpired(tx, file.id);
+        return { assembledBytes: size ?? 0, sizeBytes: file.size_bytes };
       }
     }
     const probe = await probeStored(storage, file.storage_key, media);
     const status = await recordProbe(tx, file.id, probe, config.files.retentionSeconds);
     return { object: 'file', id: file.id, status: status === 'ready' ? 'ready' : 'rejected' };
   });
+  if ('assembledBytes' in outcome) {
+    throw invalidRequest([
+      {
+        loc: ['body', 'parts'],
+        message: `the parts hold ${outcome.assembledBytes} bytes; size_bytes was ${outcome.sizeBytes}. This upload is used up: start a new one`,
+        code: 'size_mismatch',
+      },
+    ]);
+  }
+  return outcome;
 }

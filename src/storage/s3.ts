@@ -49,6 +49,11 @@ export class S3Storage implements Storage {
     this.client = new S3Client({
       region: opts.region,
       forcePathStyle: opts.forcePathStyle,
+      // Since SDK 3.729 the default (WHEN_SUPPORTED) signs a CRC32 of the *empty* body into presigned
+      // UploadPart URLs (x-amz-checksum-crc32=AAAAAA==, x-amz-sdk-checksum-algorithm=CRC32): servers
+      // that honour it (R2, SeaweedFS, reportedly AWS) refuse every real part as a checksum mismatch.
+      // Clients PUT plain bytes; the part ETags (MD5) checked at completion guard the content.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
       ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
     });
   }
