@@ -18,6 +18,18 @@ export interface Config {
   demoSeed: boolean;
   storage: StorageConfig;
   files: FilesConfig;
+  runs: RunsConfig;
+}
+
+export interface RunsConfig {
+  /** A worker renews its lease every third of this; a run whose lease lapses is taken back. */
+  leaseSeconds: number;
+  /** Workers also look for work this often, in case a notification was missed. */
+  pollMs: number;
+  /** Time limit for tools that do not set their own. */
+  timeoutSeconds: number;
+  maxOutputBytes: number;
+  outputRetentionSeconds: number;
 }
 
 export type StorageConfig =
@@ -162,6 +174,13 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     allowPrivateNetwork,
     demoSeed: bool(env, 'TOOLRUN_DEMO_SEED', !production),
     storage,
+    runs: {
+      leaseSeconds: int(env, 'TOOLRUN_LEASE_SECONDS', 30, 3, 3600),
+      pollMs: int(env, 'TOOLRUN_WORKER_POLL_MS', 5000, 50, 60_000),
+      timeoutSeconds: int(env, 'TOOLRUN_RUN_TIMEOUT_SECONDS', 900, 1, 86_400),
+      maxOutputBytes: int(env, 'TOOLRUN_MAX_OUTPUT_BYTES', 4 * GIB, 1024, 5 * 1024 * GIB),
+      outputRetentionSeconds: int(env, 'TOOLRUN_OUTPUT_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
+    },
     files: {
       maxFileBytes,
       partSizeBytes,

@@ -17,6 +17,7 @@ import type { Db } from '../db/pool.js';
 import { fileRoutes, fileSchemas } from '../files/routes.js';
 import type { MediaBinaries } from '../media/binaries.js';
 import { meRoutes, MeSchema } from '../me/routes.js';
+import { runRoutes, runSchemas } from '../runs/routes.js';
 import { LocalStorage } from '../storage/local.js';
 import { localStorageRoutes } from '../storage/local-routes.js';
 import type { Storage } from '../storage/storage.js';
@@ -118,6 +119,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addSchema(MeSchema);
   toolSchemas(app);
   fileSchemas(app);
+  runSchemas(app);
 
   await app.register(swagger, {
     openapi: {
@@ -181,6 +183,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(meRoutes);
   await app.register(toolRoutes(tools));
   await app.register(fileRoutes({ config, db, storage: deps.storage, media: deps.media }));
+  await app.register(runRoutes({ config, db, tools, storage: deps.storage }));
   // The local backend serves its signed part and download URLs itself; S3 serves its own.
   if (deps.storage instanceof LocalStorage) await app.register(localStorageRoutes(deps.storage));
   if (deps.extraRoutes) await app.register(deps.extraRoutes);

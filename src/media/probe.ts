@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { fileTypeFromBuffer } from 'file-type';
+import { fileTypeFromBuffer, fileTypeFromFile } from 'file-type';
 import sharp from 'sharp';
 import type { Storage } from '../storage/storage.js';
 import type { MediaBinaries } from './binaries.js';
@@ -39,6 +39,10 @@ const EMPTY: Omit<ProbeResult, 'kind' | 'mime' | 'decodable' | 'problem'> = {
   frameRate: null,
   hasAudio: false,
 };
+
+function isAudioVideo(mime: string | null): boolean {
+  return Boolean(mime && (mime.startsWith('video/') || mime.startsWith('audio/') || mime === 'application/ogg' || mime === 'application/mxf'));
+}
 
 function run(cmd: string, args: string[], timeoutMs: number): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
@@ -148,8 +152,17 @@ export async function probeStored(storage: Storage, key: string, bins: MediaBina
       await copy.cleanup();
     }
   }
-  if (mime?.startsWith('video/') || mime?.startsWith('audio/') || mime === 'application/ogg' || mime === 'application/mxf') {
+  if (isAudioVideo(mime)) {
     return probeAudioVideo(await storage.probeSource(key), mime, bins, limits);
   }
+  return { ...EMPTY, kind: 'other', mime, decodable: false, problem: mime ? `${mime} is not an image, video or audio file` : 'unrecognised file type' };
+}
+
+/** The same checks on a local file (a tool's output before it is stored). */
+export async function probeLocalFile(path: string, bins: MediaBinaries, limits: ProbeLimits = DEFAULT_PROBE_LIMITS): Promise<ProbeResult> {
+  const type = await fileTypeFromFile(path).catch(() => undefined);
+  const mime = type?.mime ?? null;
+  if (mime?.startsWith('image/')) return probeImage(path, mime, limits);
+  if (isAudioVideo(mime)) return probeAudioVideo(path, mime, bins, limits);
   return { ...EMPTY, kind: 'other', mime, decodable: false, problem: mime ? `${mime} is not an image, video or audio file` : 'unrecognised file type' };
 }

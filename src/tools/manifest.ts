@@ -1,4 +1,7 @@
+import type { Logger } from 'pino';
 import type { Plan } from '../auth/repository.js';
+import type { FieldError } from '../http/errors.js';
+import type { MediaBinaries } from '../media/binaries.js';
 
 export type SlotKind = 'image' | 'video' | 'audio' | 'text' | 'element' | 'enum' | 'number' | 'bool';
 export const MEDIA_KINDS: SlotKind[] = ['image', 'video', 'audio'];
@@ -47,6 +50,54 @@ export interface ToolManifest {
   price(input: PricingInput): number;
   /** Typical small and large runs; estimate_hint prices them with price(). */
   hintCases: { min: PricingInput; max: PricingInput };
+  /** Checks across slots or against probed media (422 entries), after the per-slot checks. */
+  validate?(input: PricingInput): FieldError[];
+  /** The work itself; a tool without one is listed but fails its runs. */
+  run?: ToolRunner;
+  /** The longest a run may take before it is stopped and failed. */
+  timeoutSeconds?: number;
+}
+
+/** One input file as a runner sees it: a local copy of its bytes plus what the probe found. */
+export interface InputFile {
+  fileId: string;
+  path: string;
+  fileName: string;
+  mime: string | null;
+  info: MediaInfo;
+}
+
+export interface RunContext {
+  runId: string;
+  teamId: string;
+  /** Plain slot values with defaults applied (media slots hold file ids). */
+  values: Record<string, unknown>;
+  /** Media slots' files, local copies, in the order given. */
+  files: Record<string, InputFile[]>;
+  /** A fresh directory for outputs, deleted after the run. */
+  workDir: string;
+  signal: AbortSignal;
+  /** Reports progress from 0 to 1; calls may be frequent, they are throttled. */
+  progress(fraction: number): void;
+  media: MediaBinaries;
+  logger: Logger;
+}
+
+/** A file the runner made in workDir, to become one of the run's outputs. */
+export interface ToolOutput {
+  path: string;
+  fileName: string;
+  mimeType: string;
+}
+
+export type ToolRunner = (ctx: RunContext) => Promise<ToolOutput[]>;
+
+/** A failure whose message is fit for the run's `error` field (no stack, no internals). */
+export class ToolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ToolError';
+  }
 }
 
 export function image(width: number, height: number): MediaInfo {

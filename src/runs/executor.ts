@@ -1,0 +1,164 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import type { Db } from '../db/pool.js';
+import { getTeamFiles } from '../files/repository.js';
+import type { MediaBinaries } from '../media/binaries.js';
+import type { LocalCopy, Storage } from '../storage/storage.js';
+import { MEDIA_KINDS, ToolError, type InputFile, type ToolManifest } from '../tools/manifest.js';
+import type { ToolRegistry } from '../tools/registry.js';
+import { storeOutputs, verifyOutputs } from './outputs.js';
+import type { NewOutput, RunRow } from './repository.js';
+import { failRun, succeedRun } from './transitions.js';
+
+export interface ExecutorDeps {
+  config: Config;
+  db: Db;
+  storage: Storage;
+  tools: ToolRegistry;
+  media: MediaBinaries;
+  logger: Logger;
+}
+
+/** Why a run's AbortSignal fired. */
+export type StopReason = 'canceled' | 'timeout' | 'lease_lost' | 'shutdown';
+
+async function renewLease(db: Db, runId: string, owner: string, seconds: number): Promise<boolean> {
+  const { rowCount } = await db.pool.query(
+    `UPDATE runs SET lease_expires_at = now() + make_interval(secs => $3::integer)
+      WHERE id = $1::uuid AND lease_owner = $2::text AND status = 'running'`,
+    [runId, owner, seconds],
+  );
+  return rowCount === 1;
+}
+
+async function inputFiles(deps: ExecutorDeps, tool: ToolManifest, run: RunRow): Promise<{ files: Record<string, InputFile[]>; copies: LocalCopy[] }> {
+  const files: Record<string, InputFile[]> = {};
+  const copies: LocalCopy[] = [];
+  for (const slot of tool.inputs.filter((s) => MEDIA_KINDS.includes(s.kind))) {
+    const ids = (run.inputs[slot.name] as string[] | undefined) ?? [];
+    if (!ids.length) continue;
+    const rows = await getTeamFiles(deps.db.pool, run.team_id, ids);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    files[slot.name] = [];
+    for (const id of ids) {
+      const row = byId.get(id);
+      if (!row || row.status !== 'ready') throw new ToolError(`input file ${id} is no longer available`);
+      const copy = await deps.storage.localCopy(row.storage_key);
+      copies.push(copy);
+      files[slot.name]!.push({
+        fileId: id,
+        path: copy.path,
+        fileName: row.file_name,
+        mime: row.detected_mime,
+        info: { kind: row.media_kind ?? 'other', width: row.width, height: row.height, durationSeconds: row.duration_seconds },
+      });
+    }
+  }
+  return { files, copies };
+}
+
+/**
+ * Runs one claimed run to its end: renews the lease while the tool works, stops the tool on
+ * cancel, timeout or a lost lease, checks and stores outputs, then settles the run in one
+ * transaction. Only the lease holder can settle it, so a run retaken by another worker after a
+ * lapse is never finished twice.
+ */
+export async function executeRun(
+  deps: ExecutorDeps,
+  run: RunRow,
+  owner: string,
+  control: { abort: AbortController; reason(): StopReason | null },
+): Promise<void> {
+  const { config, db, logger } = deps;
+  const log = logger.child({ run_id: run.id, tool_id: run.tool_id, attempt: run.attempts });
+  const tool = deps.tools.get(run.tool_id);
+  if (!tool?.run) {
+    await db.tx((tx) => failRun(tx, run.id, `The tool ${run.tool_id} is not available on this server.`, owner));
+    return;
+  }
+  const leaseTimer = setInterval(
+    () => {
+      renewLease(db, run.id, owner, config.runs.leaseSeconds).then(
+        (held) => {
+          if (!held) control.abort.abort('lease_lost');
+        },
+        (err: unknown) => log.warn({ err }, 'lease renewal failed'),
+      );
+    },
+    Math.max(1000, (config.runs.leaseSeconds * 1000) / 3),
+  );
+  const timeoutSeconds = tool.timeoutSeconds ?? config.runs.timeoutSeconds;
+  const timeout = setTimeout(() => control.abort.abort('timeout'), timeoutSeconds * 1000);
+  let lastProgress = 0;
+  let progressAt = 0;
+  const progress = (fraction: number) => {
+    const f = Math.min(0.99, Math.max(0, fraction));
+    const now = Date.now();
+    if (f <= lastProgress || now - progressAt < 500) return;
+    lastProgress = f;
+    progressAt = now;
+    db.pool
+      .query(`UPDATE runs SET progress = $3::float8 WHERE id = $1::uuid AND lease_owner = $2::text AND status = 'running' AND progress < $3::float8`, [
+        run.id,
+        owner,
+        f,
+      ])
+      .catch((err: unknown) => log.warn({ err }, 'progress update failed'));
+  };
+  const workDir = await fs.mkdtemp(path.join(os.tmpdir(), `toolrun-run-${run.id}-`));
+  let copies: LocalCopy[] = [];
+  let stored: NewOutput[] = [];
+  try {
+    const inputs = await inputFiles(deps, tool, run);
+    copies = inputs.copies;
+    const started = Date.now();
+    const outputs = await tool.run({
+      runId: run.id,
+      teamId: run.team_id,
+      values: run.inputs,
+      files: inputs.files,
+      workDir,
+      signal: control.abort.signal,
+      progress,
+      media: deps.media,
+      logger: log,
+    });
+    if (control.abort.signal.aborted) throw control.abort.signal.reason;
+    stored = await storeOutputs(outputs, {
+      teamId: run.team_id,
+      runId: run.id,
+      storage: deps.storage,
+      media: deps.media,
+      maxBytes: config.runs.maxOutputBytes,
+    });
+    const done = await db.tx((tx) => succeedRun(tx, run.id, owner, stored, config.runs.outputRetentionSeconds));
+    if (!done) throw new Error('run no longer held');
+    log.info({ ms: Date.now() - started, outputs: stored.length }, 'run succeeded');
+    stored = [];
+    await verifyOutputs(db, deps.storage, log, { runId: run.id });
+  } catch (err) {
+    const reason = control.reason();
+    if (reason === 'canceled' || reason === 'lease_lost' || reason === 'shutdown') {
+      log.info({ reason }, 'run stopped');
+    } else {
+      const message =
+        reason === 'timeout'
+          ? `The run took longer than the ${timeoutSeconds} s limit of ${tool.id} and was stopped.`
+          : err instanceof ToolError
+            ? err.message
+            : `The tool failed unexpectedly; the run can be retried.`;
+      if (!(err instanceof ToolError) && reason !== 'timeout') log.error({ err }, 'run failed');
+      await db.tx((tx) => failRun(tx, run.id, message, owner)).catch((e: unknown) => log.error({ err: e }, 'could not record the failure'));
+    }
+  } finally {
+    clearInterval(leaseTimer);
+    clearTimeout(timeout);
+    // Outputs of a run that did not succeed (canceled, failed, lost) are deleted.
+    for (const o of stored) await deps.storage.delete(o.storageKey).catch(() => undefined);
+    for (const c of copies) await c.cleanup().catch(() => undefined);
+    await fs.rm(workDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,191 @@
+import type { Queryable } from '../db/pool.js';
+import { getTeamFiles, type FileRow } from '../files/repository.js';
+import type { FieldError } from '../http/errors.js';
+import { MEDIA_KINDS, type MediaInfo, type PricingInput, type ToolManifest, type ToolSlot } from '../tools/manifest.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Inputs after validation: what the run stores, what pricing sees, and the files behind media slots. */
+export interface ResolvedInputs {
+  /** Slot values with defaults applied; media and element slots as lists of ids. */
+  values: Record<string, unknown>;
+  pricing: PricingInput;
+  files: Record<string, FileRow[]>;
+}
+
+function loc(slot: string, index?: number): (string | number)[] {
+  return index === undefined ? ['body', 'inputs', slot] : ['body', 'inputs', slot, index];
+}
+
+function infoOf(f: FileRow): MediaInfo {
+  return { kind: f.media_kind ?? 'other', width: f.width, height: f.height, durationSeconds: f.duration_seconds };
+}
+
+/** Element ids named in element slots, for the consent check that answers before validation. */
+export function elementIds(tool: ToolManifest, inputs: Record<string, unknown>): string[] {
+  const ids: string[] = [];
+  for (const slot of tool.inputs) {
+    const v = inputs[slot.name];
+    if (slot.kind === 'element' && Array.isArray(v)) ids.push(...v.filter((x): x is string => typeof x === 'string' && UUID.test(x)));
+  }
+  return ids;
+}
+
+function checkScalar(slot: ToolSlot, value: unknown): FieldError | null {
+  const c = slot.constraints ?? {};
+  switch (slot.kind) {
+    case 'enum':
+      if (typeof value !== 'string' || !(slot.choices ?? []).includes(value)) {
+        return { loc: loc(slot.name), message: `must be one of ${(slot.choices ?? []).join(', ')}`, code: 'invalid_choice' };
+      }
+      return null;
+    case 'number': {
+      if (typeof value !== 'number' || !Number.isFinite(value)) return { loc: loc(slot.name), message: 'must be a number', code: 'wrong_type' };
+      const min = typeof c.minimum === 'number' ? c.minimum : -Infinity;
+      const max = typeof c.maximum === 'number' ? c.maximum : Infinity;
+      if (value < min || value > max) {
+        return { loc: loc(slot.name), message: `must be from ${min} to ${max}`, code: 'out_of_range' };
+      }
+      return null;
+    }
+    case 'bool':
+      return typeof value === 'boolean' ? null : { loc: loc(slot.name), message: 'must be true or false', code: 'wrong_type' };
+    case 'text': {
+      if (typeof value !== 'string') return { loc: loc(slot.name), message: 'must be a string', code: 'wrong_type' };
+      const maxLength = typeof c.max_length === 'number' ? c.max_length : 10_000;
+      if (value.length < 1 || value.length > maxLength) {
+        return { loc: loc(slot.name), message: `must be 1 to ${maxLength} characters`, code: value.length ? 'too_long' : 'too_short' };
+      }
+      if (Array.isArray(c.schemes)) {
+        let scheme = '';
+        try {
+          scheme = new URL(value).protocol.replace(/:$/, '');
+        } catch {
+          return { loc: loc(slot.name), message: 'must be an absolute URL', code: 'invalid_url' };
+        }
+        if (!c.schemes.includes(scheme)) {
+          return { loc: loc(slot.name), message: `must use ${c.schemes.join(' or ')}`, code: 'invalid_url' };
+        }
+      }
+      return null;
+    }
+    default:
+      return null;
+  }
+}
+
+function idList(slot: ToolSlot, value: unknown): { ids: string[] } | { error: FieldError } {
+  if (!Array.isArray(value)) {
+    return { error: { loc: loc(slot.name), message: `must be a list of ${slot.kind === 'element' ? 'element' : 'file'} ids`, code: 'wrong_type' } };
+  }
+  if (value.length < slot.min || value.length > slot.max) {
+    return {
+      error: {
+        loc: loc(slot.name),
+        message: `takes ${slot.min === slot.max ? slot.min : `${slot.min} to ${slot.max}`} value${slot.max === 1 ? '' : 's'}, got ${value.length}`,
+        code: value.length < slot.min ? 'too_few' : 'too_many',
+      },
+    };
+  }
+  const seen = new Set<string>();
+  for (let i = 0; i < value.length; i++) {
+    const id = value[i];
+    if (typeof id !== 'string' || !UUID.test(id)) return { error: { loc: loc(slot.name, i), message: 'must be an id (a UUID)', code: 'invalid_id' } };
+    if (seen.has(id.toLowerCase())) return { error: { loc: loc(slot.name, i), message: 'is listed twice', code: 'duplicate' } };
+    seen.add(id.toLowerCase());
+  }
+  return { ids: value.map((id: string) => id.toLowerCase()) };
+}
+
+function checkFile(slot: ToolSlot, f: FileRow | undefined, index: number): FieldError | null {
+  if (!f || f.status === 'expired') {
+    return { loc: loc(slot.name, index), message: 'no such file in this team (unknown, of another team, or expired)', code: 'workspace_asset_not_found' };
+  }
+  if (f.status !== 'ready') {
+    return {
+      loc: loc(slot.name, index),
+      message: f.status === 'uploading' ? 'the upload is not complete' : 'the file was rejected: it is not a decodable image, video or audio file',
+      code: 'file_not_ready',
+    };
+  }
+  if (f.media_kind !== slot.kind) {
+    return { loc: loc(slot.name, index), message: `is ${f.media_kind === 'image' ? 'an' : 'a'} ${f.media_kind} file; this slot takes ${slot.kind}`, code: 'wrong_media_kind' };
+  }
+  return null;
+}
+
+/**
+ * Checks inputs against the tool's slots (one error per bad slot) and resolves media slots to
+ * this team's files. Element ids are checked to exist in the team.
+ */
+export async function resolveInputs(
+  db: Queryable,
+  tool: ToolManifest,
+  teamId: string,
+  inputs: Record<string, unknown>,
+  durationHint: number | null,
+): Promise<{ resolved: ResolvedInputs; errors: FieldError[] }> {
+  const errors: FieldError[] = [];
+  const values: Record<string, unknown> = {};
+  const idSlots: { slot: ToolSlot; ids: string[] }[] = [];
+  const known = new Set(tool.inputs.map((s) => s.name));
+  for (const name of Object.keys(inputs)) {
+    if (!known.has(name)) errors.push({ loc: loc(name), message: `is not an input of ${tool.id}`, code: 'unknown_slot' });
+  }
+  for (const slot of tool.inputs) {
+    const present = Object.prototype.hasOwnProperty.call(inputs, slot.name) && inputs[slot.name] !== null;
+    if (!present) {
+      if (slot.required) errors.push({ loc: loc(slot.name), message: 'is required', code: 'missing' });
+      else if (slot.default !== undefined) values[slot.name] = slot.default;
+      continue;
+    }
+    const value = inputs[slot.name];
+    if (MEDIA_KINDS.includes(slot.kind) || slot.kind === 'element') {
+      const r = idList(slot, value);
+      if ('error' in r) errors.push(r.error);
+      else {
+        values[slot.name] = r.ids;
+        idSlots.push({ slot, ids: r.ids });
+      }
+      continue;
+    }
+    const err = checkScalar(slot, value);
+    if (err) errors.push(err);
+    else values[slot.name] = value;
+  }
+
+  const files: Record<string, FileRow[]> = {};
+  const media: Record<string, MediaInfo[]> = {};
+  const fileIds = idSlots.filter((s) => s.slot.kind !== 'element').flatMap((s) => s.ids);
+  const elementIdsWanted = idSlots.filter((s) => s.slot.kind === 'element').flatMap((s) => s.ids);
+  const rows = fileIds.length ? await getTeamFiles(db, teamId, fileIds) : [];
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const elements = new Set<string>();
+  if (elementIdsWanted.length) {
+    const { rows: found } = await db.query<{ id: string }>(
+      'SELECT id FROM elements WHERE team_id = $1::uuid AND id = ANY ($2::uuid[])',
+      [teamId, elementIdsWanted],
+    );
+    for (const r of found) elements.add(r.id);
+  }
+  for (const { slot, ids } of idSlots) {
+    if (slot.kind === 'element') {
+      const bad = ids.findIndex((id) => !elements.has(id));
+      if (bad >= 0) errors.push({ loc: loc(slot.name, bad), message: 'no such element in this team', code: 'workspace_asset_not_found' });
+      continue;
+    }
+    let slotError: FieldError | null = null;
+    ids.forEach((id, i) => {
+      slotError ??= checkFile(slot, byId.get(id), i);
+    });
+    if (slotError) {
+      errors.push(slotError);
+      continue;
+    }
+    files[slot.name] = ids.map((id) => byId.get(id)).filter((f): f is FileRow => f !== undefined);
+    media[slot.name] = files[slot.name]!.map(infoOf);
+  }
+  const pricing: PricingInput = { values, media, durationHint };
+  if (errors.length === 0 && tool.validate) errors.push(...tool.validate(pricing));
+  return { resolved: { values, pricing, files }, errors };
+}

@@ -1,0 +1,102 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import type { Logger } from 'pino';
+import type { Db } from '../db/pool.js';
+import type { MediaBinaries } from '../media/binaries.js';
+import { probeLocalFile } from '../media/probe.js';
+import type { Storage } from '../storage/storage.js';
+import { ToolError, type ToolOutput } from '../tools/manifest.js';
+import type { NewOutput } from './repository.js';
+
+export async function sha256File(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/**
+ * Checks each output the tool wrote (size bound, decodes as what it claims, checksum) and stores
+ * it. Returns the rows to record; the caller deletes the stored objects if the run cannot finish.
+ */
+export async function storeOutputs(
+  outputs: ToolOutput[],
+  opts: { teamId: string; runId: string; storage: Storage; media: MediaBinaries; maxBytes: number },
+): Promise<NewOutput[]> {
+  const stored: NewOutput[] = [];
+  for (const [position, out] of outputs.entries()) {
+    const { size } = await fs.stat(out.path);
+    if (size > opts.maxBytes) throw new ToolError(`an output is ${size} bytes, over the ${opts.maxBytes}-byte limit`);
+    let meta = { width: null as number | null, height: null as number | null, durationSeconds: null as number | null };
+    if (out.mimeType === 'application/json') {
+      try {
+        JSON.parse(await fs.readFile(out.path, 'utf8'));
+      } catch {
+        throw new ToolError('the tool produced invalid JSON');
+      }
+    } else {
+      const probe = await probeLocalFile(out.path, opts.media);
+      if (!probe.decodable) throw new ToolError(`the tool produced an unreadable output (${probe.problem ?? 'does not decode'})`);
+      meta = { width: probe.width, height: probe.height, durationSeconds: probe.durationSeconds };
+    }
+    const id = randomUUID();
+    const storageKey = `outputs/${opts.teamId}/${opts.runId}/${id}`;
+    const sha256 = await sha256File(out.path);
+    await opts.storage.putFile(storageKey, out.path, out.mimeType);
+    stored.push({
+      id,
+      position,
+      storageKey,
+      fileName: out.fileName,
+      mimeType: out.mimeType,
+      width: meta.width,
+      height: meta.height,
+      durationSeconds: meta.durationSeconds,
+      sizeBytes: size,
+      sha256,
+    });
+  }
+  return stored;
+}
+
+/**
+ * The check behind output_not_ready: reads each stored output back from storage and compares its
+ * checksum with the one taken before upload. Claims rows with SKIP LOCKED, so any worker may run
+ * it (the one that finished the run does at once; others sweep what a crash left).
+ */
+export async function verifyOutputs(db: Db, storage: Storage, logger: Logger, opts: { runId?: string; olderThanSeconds?: number } = {}): Promise<number> {
+  let done = 0;
+  for (;;) {
+    const n = await db.tx(async (tx) => {
+      const { rows } = await tx.query<{ id: string; storage_key: string; sha256: string }>(
+        `SELECT id, storage_key, sha256 FROM run_outputs
+          WHERE status = 'checking' AND ($1::uuid IS NULL OR run_id = $1::uuid)
+            AND created_at <= now() - make_interval(secs => $2::integer)
+          ORDER BY created_at LIMIT 10 FOR UPDATE SKIP LOCKED`,
+        [opts.runId ?? null, opts.olderThanSeconds ?? 0],
+      );
+      let checked = 0;
+      for (const row of rows) {
+        let ok: boolean;
+        try {
+          const copy = await storage.localCopy(row.storage_key);
+          try {
+            ok = (await sha256File(copy.path)) === row.sha256;
+          } finally {
+            await copy.cleanup();
+          }
+        } catch (err) {
+          // Storage briefly unreachable: the output stays 'checking' and a later sweep retries.
+          logger.warn({ err, output: row.id }, 'output check could not read the stored copy');
+          continue;
+        }
+        if (!ok) logger.error({ output: row.id }, 'stored output does not match its checksum');
+        await tx.query(`UPDATE run_outputs SET status = $2::text WHERE id = $1::uuid`, [row.id, ok ? 'ready' : 'failed']);
+        checked++;
+      }
+      return rows.length === 10 && checked > 0 ? 10 : 0;
+    });
+    done += n;
+    if (n < 10) return done;
+  }
+}

@@ -1,0 +1,175 @@
+import type { Queryable } from '../db/pool.js';
+import type { Run } from './schemas.js';
+
+export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
+export const FINAL_STATUSES: RunStatus[] = ['succeeded', 'failed', 'canceled'];
+
+export interface RunRow {
+  id: string;
+  team_id: string;
+  api_key_id: string;
+  member_id: string;
+  tool_id: string;
+  product_id: string;
+  inputs: Record<string, unknown>;
+  status: RunStatus;
+  progress: number;
+  price_sparks: number;
+  hold_sparks: number;
+  cost_sparks: number;
+  error: string | null;
+  attempts: number;
+  max_attempts: number;
+  lease_owner: string | null;
+  idempotency_key: string | null;
+  request_hash: string | null;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+export interface OutputRow {
+  id: string;
+  run_id: string;
+  position: number;
+  storage_key: string;
+  file_name: string;
+  mime_type: string | null;
+  width: number | null;
+  height: number | null;
+  duration_seconds: number | null;
+  size_bytes: number;
+  sha256: string;
+  status: 'checking' | 'ready' | 'failed' | 'expired';
+  expires_at: Date;
+}
+
+export const RUN_COLUMNS = `id, team_id, api_key_id, member_id, tool_id, product_id, inputs, status, progress, price_sparks,
+  hold_sparks, cost_sparks, error, attempts, max_attempts, lease_owner, idempotency_key, request_hash, created_at, started_at, finished_at`;
+const OUTPUT_COLUMNS = `id, run_id, position, storage_key, file_name, mime_type, width, height, duration_seconds, size_bytes, sha256,
+  status, expires_at`;
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+/** The run as the API shows it; outputs only once it succeeded. */
+export function runResource(run: RunRow, outputs: OutputRow[]): Run {
+  return {
+    object: 'run',
+    id: run.id,
+    tool_id: run.tool_id,
+    product_id: run.product_id,
+    status: run.status,
+    progress: run.status === 'succeeded' ? 1 : run.progress,
+    cost_sparks: run.cost_sparks,
+    outputs:
+      run.status === 'succeeded'
+        ? outputs
+            .filter((o) => o.status !== 'expired')
+            .sort((a, b) => a.position - b.position)
+            .map((o) => ({
+              asset_id: o.id,
+              mime_type: o.mime_type,
+              width: o.width,
+              height: o.height,
+              duration_seconds: o.duration_seconds,
+              size_bytes: o.size_bytes,
+              file_name: o.file_name,
+            }))
+        : [],
+    error: run.error,
+    api_key_id: run.api_key_id,
+    created_at: iso(run.created_at),
+    started_at: iso(run.started_at),
+    finished_at: iso(run.finished_at),
+  };
+}
+
+export async function getTeamRun(db: Queryable, teamId: string, runId: string, opts: { lock?: boolean } = {}): Promise<RunRow | null> {
+  const { rows } = await db.query<RunRow>(
+    `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1::uuid AND team_id = $2::uuid${opts.lock ? ' FOR UPDATE' : ''}`,
+    [runId, teamId],
+  );
+  return rows[0] ?? null;
+}
+
+export async function lockRun(db: Queryable, runId: string): Promise<RunRow | null> {
+  const { rows } = await db.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1::uuid FOR UPDATE`, [runId]);
+  return rows[0] ?? null;
+}
+
+export async function getOutputs(db: Queryable, runId: string): Promise<OutputRow[]> {
+  const { rows } = await db.query<OutputRow>(`SELECT ${OUTPUT_COLUMNS} FROM run_outputs WHERE run_id = $1::uuid ORDER BY position`, [runId]);
+  return rows;
+}
+
+export async function findByIdempotencyKey(db: Queryable, teamId: string, key: string): Promise<RunRow | null> {
+  const { rows } = await db.query<RunRow>(
+    `SELECT ${RUN_COLUMNS} FROM runs WHERE team_id = $1::uuid AND idempotency_key = $2::text`,
+    [teamId, key],
+  );
+  return rows[0] ?? null;
+}
+
+/** New runs this team started in the current clock hour (the hourly ceiling counts these). */
+export async function runsThisHour(db: Queryable, teamId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::integer AS n FROM runs WHERE team_id = $1::uuid AND created_at >= date_trunc('hour', now())`,
+    [teamId],
+  );
+  return rows[0]?.n ?? 0;
+}
+
+export async function insertRun(
+  db: Queryable,
+  r: {
+    id: string;
+    teamId: string;
+    apiKeyId: string;
+    memberId: string;
+    toolId: string;
+    productId: string;
+    inputs: Record<string, unknown>;
+    price: number;
+    hold: number;
+    maxAttempts: number;
+    idempotencyKey: string | null;
+    requestHash: string | null;
+  },
+): Promise<RunRow> {
+  const { rows } = await db.query<RunRow>(
+    `INSERT INTO runs (id, team_id, api_key_id, member_id, tool_id, product_id, inputs, status, price_sparks, hold_sparks,
+                       cost_sparks, max_attempts, idempotency_key, request_hash)
+     VALUES ($1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::text, $6::text, $7::jsonb, 'queued', $8::bigint, $9::bigint, $9::bigint,
+             $10::integer, $11::text, $12::text)
+     RETURNING ${RUN_COLUMNS}`,
+    [r.id, r.teamId, r.apiKeyId, r.memberId, r.toolId, r.productId, JSON.stringify(r.inputs), r.price, r.hold, r.maxAttempts, r.idempotencyKey, r.requestHash],
+  );
+  const row = rows[0];
+  if (!row) throw new Error('run insert returned nothing');
+  return row;
+}
+
+export interface NewOutput {
+  id: string;
+  position: number;
+  storageKey: string;
+  fileName: string;
+  mimeType: string | null;
+  width: number | null;
+  height: number | null;
+  durationSeconds: number | null;
+  sizeBytes: number;
+  sha256: string;
+}
+
+export async function insertOutputs(db: Queryable, runId: string, outputs: NewOutput[], retentionSeconds: number): Promise<void> {
+  for (const o of outputs) {
+    await db.query(
+      `INSERT INTO run_outputs (id, run_id, position, storage_key, file_name, mime_type, width, height, duration_seconds,
+                                size_bytes, sha256, status, expires_at)
+       VALUES ($1::uuid, $2::uuid, $3::integer, $4::text, $5::text, $6::text, $7::integer, $8::integer, $9::float8, $10::bigint,
+               $11::text, 'checking', now() + make_interval(secs => $12::integer))`,
+      [o.id, runId, o.position, o.storageKey, o.fileName, o.mimeType, o.width, o.height, o.durationSeconds, o.sizeBytes, o.sha256, retentionSeconds],
+    );
+  }
+}

@@ -1,0 +1,114 @@
+import { Type } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { requireAuth } from '../auth/plugin.js';
+import { AUTH_ERRORS, errorResponses } from '../http/schemas.js';
+import {
+  EstimateSchema,
+  OutputParamsSchema,
+  OutputUrlSchema,
+  RunBodySchema,
+  RunIdParamsSchema,
+  RunOutputSchema,
+  RunSchema,
+  StartHeadersSchema,
+  ToolIdParamsSchema,
+} from './schemas.js';
+import { cancelRun, estimate, getRun, outputUrl, startRun, type RunsDeps } from './service.js';
+
+export function runSchemas(app: { addSchema(s: unknown): unknown }): void {
+  app.addSchema(EstimateSchema);
+  app.addSchema(RunOutputSchema);
+  app.addSchema(RunSchema);
+  app.addSchema(OutputUrlSchema);
+}
+
+const TOOL_ERRORS = ['tool_not_found', 'tool_execution_pipeline', 'consent_required', 'insufficient_sparks'] as const;
+
+export function runRoutes(deps: RunsDeps): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.post(
+      '/v1/tools/:tool_id/estimate',
+      {
+        config: { scope: 'read' },
+        schema: {
+          operationId: 'estimateRun',
+          summary: 'Price the exact inputs; starts nothing and spends nothing',
+          tags: ['runs'],
+          params: ToolIdParamsSchema,
+          body: RunBodySchema,
+          response: { 200: Type.Ref('Estimate'), ...errorResponses(...AUTH_ERRORS, ...TOOL_ERRORS, 'payload_too_large', 'unsupported_media_type') },
+        },
+      },
+      async (request) => estimate(deps, requireAuth(request), request.params.tool_id, request.body),
+    );
+
+    app.post(
+      '/v1/tools/:tool_id/runs',
+      {
+        config: { scope: 'run' },
+        schema: {
+          operationId: 'startRun',
+          summary: 'Start a run: holds the estimated Sparks and queues it',
+          tags: ['runs'],
+          params: ToolIdParamsSchema,
+          headers: StartHeadersSchema,
+          body: RunBodySchema,
+          response: {
+            202: Type.Ref('Run'),
+            ...errorResponses(...AUTH_ERRORS, ...TOOL_ERRORS, 'idempotency_key_reused', 'payload_too_large', 'unsupported_media_type'),
+          },
+        },
+      },
+      async (request, reply) => {
+        const started = await startRun(deps, requireAuth(request), request.params.tool_id, request.body, request.headers['idempotency-key']);
+        if (started.replayed) reply.header('Idempotent-Replayed', 'true');
+        return reply.status(202).send(started.run);
+      },
+    );
+
+    app.get(
+      '/v1/runs/:run_id',
+      {
+        config: { scope: 'read' },
+        schema: {
+          operationId: 'getRun',
+          summary: "A run started with this team's keys; poll every 2 to 5 seconds until it is final",
+          tags: ['runs'],
+          params: RunIdParamsSchema,
+          response: { 200: Type.Ref('Run'), ...errorResponses(...AUTH_ERRORS, 'run_not_found') },
+        },
+      },
+      async (request) => getRun(deps, requireAuth(request).teamId, request.params.run_id),
+    );
+
+    app.post(
+      '/v1/runs/:run_id/cancel',
+      {
+        config: { scope: 'run' },
+        schema: {
+          operationId: 'cancelRun',
+          summary: 'Cancel a queued or running run; its hold is released. Canceling a canceled run returns it.',
+          tags: ['runs'],
+          params: RunIdParamsSchema,
+          response: { 200: Type.Ref('Run'), ...errorResponses(...AUTH_ERRORS, 'run_not_found', 'run_not_cancelable') },
+        },
+      },
+      async (request) => cancelRun(deps, requireAuth(request).teamId, request.params.run_id),
+    );
+
+    app.get(
+      '/v1/runs/:run_id/outputs/:asset_id/url',
+      {
+        config: { scope: 'read' },
+        schema: {
+          operationId: 'getOutputUrl',
+          summary: 'A short-lived signed download URL for one output of a succeeded run',
+          tags: ['runs'],
+          params: OutputParamsSchema,
+          response: { 200: Type.Ref('OutputUrl'), ...errorResponses(...AUTH_ERRORS, 'run_not_found', 'output_not_found', 'output_not_ready') },
+        },
+      },
+      async (request) => outputUrl(deps, requireAuth(request).teamId, request.params.run_id, request.params.asset_id),
+    );
+  };
+}

@@ -1,0 +1,226 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { KeyContext } from '../auth/repository.js';
+import type { Config } from '../config/config.js';
+import type { Db, Queryable } from '../db/pool.js';
+import { ApiError, invalidRequest } from '../http/errors.js';
+import { holdForRun } from '../sparks/ledger.js';
+import type { Storage } from '../storage/storage.js';
+import type { ToolManifest } from '../tools/manifest.js';
+import type { ToolRegistry } from '../tools/registry.js';
+import { elementIds, resolveInputs, type ResolvedInputs } from './inputs.js';
+import { findByIdempotencyKey, getOutputs, getTeamRun, insertRun, runResource, runsThisHour, type RunRow } from './repository.js';
+import type { Estimate, OutputUrl, Run, RunBody } from './schemas.js';
+import { cancelLockedRun, RUNS_CHANNEL } from './transitions.js';
+
+export interface RunsDeps {
+  config: Config;
+  db: Db;
+  tools: ToolRegistry;
+  storage: Storage;
+}
+
+export const MAX_IDEMPOTENCY_KEY = 255;
+const MAX_ATTEMPTS = 3;
+
+/** 404, 409 and 403 (plan), in the spec's order. */
+function lookupTool(tools: ToolRegistry, toolId: string, auth: KeyContext): ToolManifest {
+  const tool = tools.get(toolId);
+  if (!tool) throw new ApiError('tool_not_found', `No tool "${toolId}" is available over the API; GET /v1/tools lists them.`);
+  if (tool.pipeline) {
+    throw new ApiError('tool_execution_pipeline', `${toolId} runs as a multi-step pipeline, which the API does not start; use the app.`);
+  }
+  if (!tools.allowed(tool, auth.plan)) {
+    throw new ApiError('plan_upgrade_required', `${toolId} needs the ${tool.plans.join(' or ')} plan; this team is on ${auth.plan}.`, {
+      details: { plan: auth.plan, required_plans: tool.plans },
+    });
+  }
+  return tool;
+}
+
+/** Identity tools: every element named must have active consent (403 before input validation). */
+async function checkConsent(db: Queryable, tool: ToolManifest, teamId: string, inputs: Record<string, unknown>): Promise<void> {
+  if (tool.consent === 'none') return;
+  const ids = elementIds(tool, inputs);
+  if (!ids.length) return;
+  const { rows } = await db.query<{ id: string }>(
+    'SELECT id FROM elements WHERE team_id = $1::uuid AND id = ANY ($2::uuid[]) AND NOT consent_active',
+    [teamId, ids],
+  );
+  if (rows.length) {
+    throw new ApiError('consent_required', `The ${tool.consent} element must have the person's active consent before ${tool.id} can use it.`, {
+      details: { element_ids: rows.map((r) => r.id) },
+    });
+  }
+}
+
+interface Priced {
+  resolved: ResolvedInputs;
+  sparks: number;
+  reserve: number;
+}
+
+async function price(deps: RunsDeps, tool: ToolManifest, auth: KeyContext, body: RunBody): Promise<Priced> {
+  // The schema admits any JSON object here; the tool's slots decide what each key may hold.
+  const inputs = (body.inputs ?? {}) as Record<string, unknown>;
+  await checkConsent(deps.db.pool, tool, auth.teamId, inputs);
+  const { resolved, errors } = await resolveInputs(deps.db.pool, tool, auth.teamId, inputs, body.duration_seconds ?? null);
+  if (errors.length) throw invalidRequest(errors);
+  const sparks = tool.price(resolved.pricing);
+  if (!Number.isSafeInteger(sparks) || sparks < 0) throw new Error(`${tool.id} priced ${sparks}`);
+  // Prices are exact once inputs are probed, so the hold is the price.
+  return { resolved, sparks, reserve: sparks };
+}
+
+function insufficient(needed: number, available: number): ApiError {
+  return new ApiError('insufficient_sparks', `This run holds ${needed} Sparks and the team has ${available} available.`, {
+    details: { needed_sparks: needed, available_sparks: available },
+  });
+}
+
+export async function estimate(deps: RunsDeps, auth: KeyContext, toolId: string, body: RunBody): Promise<Estimate> {
+  const tool = lookupTool(deps.tools, toolId, auth);
+  const { sparks, reserve } = await price(deps, tool, auth, body);
+  const { rows } = await deps.db.pool.query<{ available: number }>('SELECT sparks_available AS available FROM teams WHERE id = $1::uuid', [
+    auth.teamId,
+  ]);
+  const available = rows[0]?.available ?? 0;
+  if (available < reserve) throw insufficient(reserve, available);
+  return { object: 'estimate', tool_id: tool.id, product_id: tool.productId, sparks, reserve_sparks: reserve };
+}
+
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+    );
+  }
+  return value;
+}
+
+function requestHash(toolId: string, body: RunBody): string {
+  return createHash('sha256').update(JSON.stringify(canonical({ tool_id: toolId, body }))).digest('hex');
+}
+
+export interface Started {
+  run: Run;
+  replayed: boolean;
+}
+
+async function replay(db: Queryable, existing: RunRow, hash: string): Promise<Started> {
+  if (existing.request_hash !== hash) {
+    throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used for a different tool or body; use a new key for a new run.', {
+      details: { run_id: existing.id },
+    });
+  }
+  return { run: runResource(existing, await getOutputs(db, existing.id)), replayed: true };
+}
+
+function secondsToNextHour(now = new Date()): number {
+  const next = new Date(now);
+  next.setUTCMinutes(60, 0, 0);
+  return Math.max(1, Math.ceil((next.getTime() - now.getTime()) / 1000));
+}
+
+/**
+ * Starts a run: validates, prices, then in one transaction with the team row locked (which
+ * serialises the team's starts) re-checks the idempotency key, the hourly ceiling and the
+ * balance, holds the Sparks, inserts the queued run and wakes the workers.
+ */
+export async function startRun(deps: RunsDeps, auth: KeyContext, toolId: string, body: RunBody, idempotencyKey: string | undefined): Promise<Started> {
+  const tool = lookupTool(deps.tools, toolId, auth);
+  if (idempotencyKey !== undefined && (idempotencyKey.length < 1 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY)) {
+    throw invalidRequest([
+      { loc: ['header', 'Idempotency-Key'], message: `must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`, code: idempotencyKey.length ? 'too_long' : 'too_short' },
+    ]);
+  }
+  const hash = requestHash(tool.id, body);
+  if (idempotencyKey !== undefined) {
+    const existing = await findByIdempotencyKey(deps.db.pool, auth.teamId, idempotencyKey);
+    if (existing) return replay(deps.db.pool, existing, hash);
+  }
+  const priced = await price(deps, tool, auth, body);
+  return deps.db.tx(async (tx) => {
+    const { rows } = await tx.query<{ sparks_available: number; runs_per_hour: number }>(
+      'SELECT sparks_available, runs_per_hour FROM teams WHERE id = $1::uuid FOR UPDATE',
+      [auth.teamId],
+    );
+    const team = rows[0];
+    if (!team) throw new ApiError('invalid_api_key', 'The team of this key no longer exists.');
+    if (idempotencyKey !== undefined) {
+      // A concurrent repeat that won the team lock first has committed its run by now.
+      const existing = await findByIdempotencyKey(tx, auth.teamId, idempotencyKey);
+      if (existing) return replay(tx, existing, hash);
+    }
+    if ((await runsThisHour(tx, auth.teamId)) >= team.runs_per_hour) {
+      const retryAfter = secondsToNextHour();
+      throw new ApiError('rate_limited', `This team started its ${team.runs_per_hour} runs for this hour; retry in ${retryAfter} s.`, {
+        details: { limit_per_hour: team.runs_per_hour },
+        headers: { 'Retry-After': String(retryAfter) },
+      });
+    }
+    const runId = randomUUID();
+    const run = await insertRun(tx, {
+      id: runId,
+      teamId: auth.teamId,
+      apiKeyId: auth.keyId,
+      memberId: auth.memberId,
+      toolId: tool.id,
+      productId: tool.productId,
+      inputs: priced.resolved.values,
+      price: priced.sparks,
+      hold: priced.reserve,
+      maxAttempts: MAX_ATTEMPTS,
+      idempotencyKey: idempotencyKey ?? null,
+      requestHash: hash,
+    });
+    if (!(await holdForRun(tx, auth.teamId, runId, priced.reserve))) throw insufficient(priced.reserve, team.sparks_available);
+    await tx.query('SELECT pg_notify($1::text, $2::text)', [RUNS_CHANNEL, runId]);
+    return { run: runResource(run, []), replayed: false };
+  });
+}
+
+export async function getRun(deps: RunsDeps, teamId: string, runId: string): Promise<Run> {
+  const run = await getTeamRun(deps.db.pool, teamId, runId);
+  if (!run) throw runNotFound(runId);
+  return runResource(run, await getOutputs(deps.db.pool, run.id));
+}
+
+function runNotFound(runId: string): ApiError {
+  return new ApiError('run_not_found', `No run ${runId} started with this team's API keys.`);
+}
+
+export async function cancelRun(deps: RunsDeps, teamId: string, runId: string): Promise<Run> {
+  return deps.db.tx(async (tx) => {
+    const run = await getTeamRun(tx, teamId, runId, { lock: true });
+    if (!run) throw runNotFound(runId);
+    const outcome = await cancelLockedRun(tx, run);
+    if (outcome.kind === 'final') {
+      throw new ApiError('run_not_cancelable', `The run already ${run.status}; only queued or running runs can be canceled.`, {
+        details: { status: run.status },
+      });
+    }
+    return runResource(outcome.run, await getOutputs(tx, run.id));
+  });
+}
+
+export async function outputUrl(deps: RunsDeps, teamId: string, runId: string, assetId: string): Promise<OutputUrl> {
+  const run = await getTeamRun(deps.db.pool, teamId, runId);
+  if (!run) throw runNotFound(runId);
+  const output = run.status === 'succeeded' ? (await getOutputs(deps.db.pool, run.id)).find((o) => o.id === assetId) : undefined;
+  if (!output || output.status === 'expired' || output.status === 'failed' || output.expires_at.getTime() <= Date.now()) {
+    throw new ApiError('output_not_found', `No output ${assetId} of this run is available (unknown, of another run, or past its retention).`);
+  }
+  if (output.status === 'checking') {
+    throw new ApiError('output_not_ready', 'This output is still being checked; retry in a few seconds.', { headers: { 'Retry-After': '2' } });
+  }
+  const ttl = deps.config.files.downloadUrlTtlSeconds;
+  const url = await deps.storage.downloadUrl(output.storage_key, {
+    expiresInSeconds: ttl,
+    fileName: output.file_name,
+    contentType: output.mime_type ?? 'application/octet-stream',
+  });
+  return { object: 'output_url', asset_id: output.id, url, expires_in_seconds: ttl };
+}

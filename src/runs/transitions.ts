@@ -1,0 +1,74 @@
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../db/pool.js';
+import { settleRun } from '../sparks/ledger.js';
+import { getOutputs, insertOutputs, lockRun, RUN_COLUMNS, runResource, type NewOutput, type RunRow, type RunStatus } from './repository.js';
+
+/** Channels for LISTEN/NOTIFY; notifications are sent at commit, so listeners see committed rows. */
+export const RUNS_CHANNEL = 'toolrun_runs';
+export const CANCEL_CHANNEL = 'toolrun_run_cancel';
+export const EVENTS_CHANNEL = 'toolrun_run_events';
+
+type FinalStatus = Extract<RunStatus, 'succeeded' | 'failed' | 'canceled'>;
+
+/**
+ * Moves a locked, unfinished run to its final status in the caller's transaction: the status,
+ * the Sparks (charge the price on success, release the rest of the hold), and the outbox event
+ * with the run as the API now shows it. Exactly once: callers lock the row and check it is not
+ * final, and the ledger's unique index refuses a second settlement outright.
+ */
+async function finish(tx: Queryable, run: RunRow, status: FinalStatus, error: string | null): Promise<RunRow> {
+  const charge = status === 'succeeded' ? run.price_sparks : 0;
+  const { rows } = await tx.query<RunRow>(
+    `UPDATE runs SET status = $2::text, error = $3::text, cost_sparks = $4::bigint, finished_at = now(),
+            progress = CASE WHEN $2::text = 'succeeded' THEN 1 ELSE progress END,
+            lease_owner = NULL, lease_expires_at = NULL
+      WHERE id = $1::uuid RETURNING ${RUN_COLUMNS}`,
+    [run.id, status, error, charge],
+  );
+  const done = rows[0];
+  if (!done) throw new Error(`run ${run.id} vanished`);
+  await settleRun(tx, run.team_id, run.id, run.hold_sparks, charge);
+  const payload = runResource(done, await getOutputs(tx, run.id));
+  await tx.query(
+    `INSERT INTO run_events (id, run_id, team_id, type, payload) VALUES ($1::uuid, $2::uuid, $3::uuid, $4::text, $5::jsonb)`,
+    [randomUUID(), run.id, run.team_id, `run.${status}`, JSON.stringify(payload)],
+  );
+  await tx.query('SELECT pg_notify($1::text, $2::text)', [EVENTS_CHANNEL, run.id]);
+  return done;
+}
+
+const isFinal = (s: RunStatus) => s === 'succeeded' || s === 'failed' || s === 'canceled';
+
+/** For the worker holding the lease; null when the run is no longer its to finish (canceled, lease lost). */
+export async function succeedRun(
+  tx: Queryable,
+  runId: string,
+  leaseOwner: string,
+  outputs: NewOutput[],
+  retentionSeconds: number,
+): Promise<RunRow | null> {
+  const run = await lockRun(tx, runId);
+  if (!run || run.status !== 'running' || run.lease_owner !== leaseOwner) return null;
+  await insertOutputs(tx, runId, outputs, retentionSeconds);
+  return finish(tx, run, 'succeeded', null);
+}
+
+/** Fails an unfinished run; with a leaseOwner only if that worker still holds it. */
+export async function failRun(tx: Queryable, runId: string, error: string, leaseOwner: string | null): Promise<RunRow | null> {
+  const run = await lockRun(tx, runId);
+  if (!run || isFinal(run.status)) return null;
+  if (leaseOwner !== null && run.lease_owner !== leaseOwner) return null;
+  return finish(tx, run, 'failed', error);
+}
+
+export type CancelOutcome = { kind: 'canceled'; run: RunRow } | { kind: 'already_canceled'; run: RunRow } | { kind: 'final'; run: RunRow };
+
+/** Cancels a queued or running run (the team's own, already locked by the caller). */
+export async function cancelLockedRun(tx: Queryable, run: RunRow): Promise<CancelOutcome> {
+  if (run.status === 'canceled') return { kind: 'already_canceled', run };
+  if (isFinal(run.status)) return { kind: 'final', run };
+  const done = await finish(tx, run, 'canceled', null);
+  // The worker running it (any process, any machine) stops its tool on this notification.
+  await tx.query('SELECT pg_notify($1::text, $2::text)', [CANCEL_CHANNEL, run.id]);
+  return { kind: 'canceled', run: done };
+}
