@@ -44,7 +44,29 @@ if (!adminUrl) {
 }
 const runId = `${Date.now().toString(36)}${process.pid.toString(36)}`;
 
-const env = { ...process.env, TEST_DATABASE_URL: adminUrl, TEST_RUN_ID: runId };
+// A certificate for HTTPS test receivers (webhooks), trusted by every test process through
+// NODE_EXTRA_CA_CERTS exactly as an operator would trust a private CA.
+const tlsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-tls-'));
+const selfsigned = (await import('selfsigned')).default;
+const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
+  keySize: 2048,
+  algorithm: 'sha256',
+  extensions: [
+    { name: 'basicConstraints', cA: true },
+    { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] },
+  ],
+});
+fs.writeFileSync(path.join(tlsDir, 'cert.pem'), pems.cert);
+fs.writeFileSync(path.join(tlsDir, 'key.pem'), pems.private);
+
+const env = {
+  ...process.env,
+  TEST_DATABASE_URL: adminUrl,
+  TEST_RUN_ID: runId,
+  NODE_EXTRA_CA_CERTS: path.join(tlsDir, 'cert.pem'),
+  TEST_TLS_CERT_FILE: path.join(tlsDir, 'cert.pem'),
+  TEST_TLS_KEY_FILE: path.join(tlsDir, 'key.pem'),
+};
 delete env.DATABASE_URL;
 const concurrency = process.env.TEST_CONCURRENCY || '2';
 const child = spawn(
@@ -64,4 +86,5 @@ if (embedded) {
   if (code === 0) fs.rmSync(tmp, { recursive: true, force: true });
   else console.log(`# embedded data directory kept at ${tmp}`);
 }
+fs.rmSync(tlsDir, { recursive: true, force: true });
 process.exit(code);

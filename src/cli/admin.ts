@@ -1,8 +1,8 @@
 import { Command, InvalidArgumentError } from 'commander';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
-import { createApiKey, DEFAULT_RATE, listApiKeys, parseScopes, revokeApiKey } from '../auth/key-admin.js';
-import type { Plan, Role } from '../auth/repository.js';
+import { createApiKey, DEFAULT_RATE, listApiKeys, parseScopes, RATE_CHOICES, revokeApiKey } from '../auth/key-admin.js';
+import type { Plan, Role, Scope } from '../auth/repository.js';
 import {
   addMember,
   AdminError,
@@ -36,6 +36,22 @@ function oneOf<T extends string>(name: string, values: readonly T[]) {
     if (!values.includes(raw as T)) throw new InvalidArgumentError(`${name} must be one of ${values.join(', ')}`);
     return raw as T;
   };
+}
+
+/** Bad option values are usage errors (exit 64), found before the database is opened. */
+function rate(raw: string): number {
+  const n = integer('--rate')(raw);
+  if (!RATE_CHOICES.includes(n)) throw new InvalidArgumentError(`--rate must be one of ${RATE_CHOICES.join(', ')}`);
+  return n;
+}
+
+function scopes(raw: string): Scope[] {
+  try {
+    return parseScopes(raw);
+  } catch (err) {
+    if (err instanceof AdminError) throw new InvalidArgumentError(`--scopes: ${err.message}`);
+    throw err;
+  }
 }
 
 const uuid = (name: string) => (raw: string) => {
@@ -113,14 +129,14 @@ export function adminCommand(config: Config, withDb: WithDb): Command {
     .command('create')
     .requiredOption('--member <id>', 'member id (an owner or admin)', uuid('--member'))
     .requiredOption('--name <name>', 'key name')
-    .option('--scopes <list>', 'comma-separated: read,run,webhooks (read is always on; default read,run)')
-    .option('--rate <n>', 'requests per minute: 30|60|120|300', integer('--rate'), DEFAULT_RATE)
-    .action((o: { member: string; name: string; scopes?: string; rate: number }) =>
+    .option('--scopes <list>', 'comma-separated: read,run,webhooks (read is always on; default read,run)', scopes)
+    .option('--rate <n>', `requests per minute: ${RATE_CHOICES.join('|')}`, rate, DEFAULT_RATE)
+    .action((o: { member: string; name: string; scopes?: Scope[]; rate: number }) =>
       withDb(async (db) =>
         createApiKey(db, {
           memberId: o.member,
           name: o.name,
-          scopes: parseScopes(o.scopes),
+          scopes: o.scopes ?? parseScopes(undefined),
           rate: o.rate,
           envPrefix: config.keyEnvPrefix,
         }),
@@ -134,6 +150,19 @@ export function adminCommand(config: Config, withDb: WithDb): Command {
     .command('list')
     .requiredOption('--team <id>', 'team id', uuid('--team'))
     .action((o: { team: string }) => withDb(async (db) => ({ object: 'list', data: await listApiKeys(db.pool, o.team) })));
+
+  admin
+    .command('brand-kits')
+    .description('brand kits teams saved (brand_kit_extract with save: true)')
+    .command('list')
+    .requiredOption('--team <id>', 'team id', uuid('--team'))
+    .option('--limit <n>', 'most kits to print, newest first (default 100)', integer('--limit', { min: 1 }), 100)
+    .action((o: { team: string; limit: number }) =>
+      withDb(async (db) => {
+        const { listBrandKits } = await import('../tools/brand-kit/store.js');
+        return { object: 'list', data: await listBrandKits(db.pool, o.team, Math.min(o.limit, 1000)) };
+      }),
+    );
 
   return admin;
 }

@@ -3,7 +3,6 @@ import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from '../config/config.js';
 import { createLogger } from '../logger.js';
 import { openDatabase } from '../service/database.js';
-import { startService } from '../service/serve.js';
 import { AdminError } from '../teams/repository.js';
 import { adminCommand } from './admin.js';
 
@@ -52,6 +51,8 @@ export async function main(argv: string[]): Promise<void> {
     .description('run the API with in-process workers')
     .action(async () => {
       const logger = createLogger(config.logLevel);
+      // Loaded only here: the HTTP stack is most of the start-up time the admin commands do without.
+      const { startService } = await import('../service/serve.js');
       const service = await startService(config, logger);
       onShutdown(() => service.stop(), logger);
     });
@@ -62,18 +63,33 @@ export async function main(argv: string[]): Promise<void> {
     .action(async () => {
       const logger = createLogger(config.logLevel);
       const database = await openDatabase(config, logger, { applicationName: 'toolrun-worker' });
-      logger.info(
-        { concurrency: config.workerConcurrency },
-        'worker connected; it has no queues to take work from yet (runs arrive with the Runs issue)',
-      );
-      onShutdown(() => database.close(), logger);
+      const [{ startBackgroundWork }, { createStorage }, { createToolRegistry }, { resolveMediaBinaries }] = await Promise.all([
+        import('../service/workers.js'),
+        import('../storage/create.js'),
+        import('../tools/registry.js'),
+        import('../media/binaries.js'),
+      ]);
+      const background = await startBackgroundWork({
+        config,
+        db: database.db,
+        connectionString: database.connectionString,
+        storage: await createStorage(config, database.db.pool),
+        tools: createToolRegistry(),
+        media: resolveMediaBinaries(),
+        logger,
+      });
+      onShutdown(async () => {
+        await background.stop();
+        await database.close();
+      }, logger);
     });
 
   program
     .command('migrate')
     .description('apply pending database migrations and exit')
     .action(async () => {
-      const logger = createLogger(config.logLevel);
+      // stdout carries only the JSON result; logs go to stderr.
+      const logger = createLogger(config.logLevel, pino.destination(2));
       const database = await openDatabase(config, logger);
       await database.close();
       process.stdout.write(JSON.stringify({ migrated: true }) + '\n');

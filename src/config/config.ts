@@ -19,6 +19,16 @@ export interface Config {
   storage: StorageConfig;
   files: FilesConfig;
   runs: RunsConfig;
+  webhooks: WebhooksConfig;
+}
+
+export interface WebhooksConfig {
+  /** Seconds to wait before each retry after a failed attempt; then the delivery is given up. */
+  retryDelaysSeconds: number[];
+  /** An attempt succeeds only with a 2xx within this time. */
+  timeoutMs: number;
+  /** Deliveries one worker process sends at once. */
+  concurrency: number;
 }
 
 export interface RunsConfig {
@@ -30,6 +40,8 @@ export interface RunsConfig {
   timeoutSeconds: number;
   maxOutputBytes: number;
   outputRetentionSeconds: number;
+  /** On SIGTERM, how long running work may go on before it is stopped and handed back. */
+  shutdownGraceSeconds: number;
 }
 
 export type StorageConfig =
@@ -158,6 +170,15 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   if (storage.kind === 's3' && partSizeBytes < 5 * MIB && !(bool(env, 'TOOLRUN_S3_ALLOW_SMALL_PARTS', false) && !production)) {
     throw new ConfigError('TOOLRUN_PART_SIZE_BYTES', `must be at least ${5 * MIB} (5 MiB) with S3 storage, got ${partSizeBytes}`);
   }
+  const retryRaw = env.TOOLRUN_WEBHOOK_RETRY_DELAYS;
+  let retryDelaysSeconds = [60, 300, 1800, 7200, 43200];
+  if (retryRaw !== undefined && retryRaw !== '') {
+    if (production) throw new ConfigError('TOOLRUN_WEBHOOK_RETRY_DELAYS', 'is refused when TOOLRUN_ENV=production (the schedule is 60,300,1800,7200,43200 s); unset it');
+    if (!/^\d+(,\d+)*$/.test(retryRaw.replace(/\s+/g, ''))) {
+      throw new ConfigError('TOOLRUN_WEBHOOK_RETRY_DELAYS', `must be comma-separated whole seconds such as 1,2,3, got "${retryRaw}"`);
+    }
+    retryDelaysSeconds = retryRaw.replace(/\s+/g, '').split(',').map(Number);
+  }
   const cores = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
   return {
     env: envName,
@@ -174,12 +195,18 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     allowPrivateNetwork,
     demoSeed: bool(env, 'TOOLRUN_DEMO_SEED', !production),
     storage,
+    webhooks: {
+      retryDelaysSeconds,
+      timeoutMs: 10_000,
+      concurrency: int(env, 'TOOLRUN_WEBHOOK_CONCURRENCY', 16, 1, 256),
+    },
     runs: {
       leaseSeconds: int(env, 'TOOLRUN_LEASE_SECONDS', 30, 3, 3600),
       pollMs: int(env, 'TOOLRUN_WORKER_POLL_MS', 5000, 50, 60_000),
       timeoutSeconds: int(env, 'TOOLRUN_RUN_TIMEOUT_SECONDS', 900, 1, 86_400),
       maxOutputBytes: int(env, 'TOOLRUN_MAX_OUTPUT_BYTES', 4 * GIB, 1024, 5 * 1024 * GIB),
       outputRetentionSeconds: int(env, 'TOOLRUN_OUTPUT_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
+      shutdownGraceSeconds: int(env, 'TOOLRUN_SHUTDOWN_GRACE_SECONDS', 30, 0, 3600),
     },
     files: {
       maxFileBytes,

@@ -16,8 +16,9 @@ import type { Logger } from 'pino';
  */
 export interface EmbeddedPostgres {
   connectionString: string;
-  /** True when this process started (or adopted) the server and so stops it. */
+  /** True when this process started the server, or took over one no live process was using. */
   owned: boolean;
+  /** Lets go of the server; the last toolrun process using it stops it. */
   stop(): Promise<void>;
 }
 
@@ -114,9 +115,26 @@ function withDatabase(connectionString: string, database: string): string {
 function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  // A zombie (exited, not yet reaped by its parent) is not running.
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.charAt(stat.lastIndexOf(')') + 2) !== 'Z';
+  } catch {
+    return true; // no /proc (macOS): signal 0 is all we know
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** False when the pid from a stale postmaster.pid now belongs to some other program. */
+function servesDirectory(pid: number, pgData: string): boolean {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(pgData);
+  } catch {
+    return true; // no /proc: trust the pid file
   }
 }
 
@@ -147,13 +165,14 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function waitReady(connectionString: string, child: ChildProcess | null, stderr: () => string): Promise<void> {
+async function waitReady(connectionString: string, child: ChildProcess | null, stderr: () => string, pid?: number): Promise<void> {
   const deadline = Date.now() + 60_000;
   let lastError: unknown;
   while (Date.now() < deadline) {
     if (child && child.exitCode !== null) {
       throw new Error(`embedded PostgreSQL exited with code ${child.exitCode}: ${stderr().slice(-2000)}`);
     }
+    if (pid && !pidAlive(pid)) throw new Error(`embedded PostgreSQL (pid ${pid}) stopped while connecting to it`);
     const client = new pg.Client({ connectionString: withDatabase(connectionString, 'postgres') });
     try {
       await client.connect();
@@ -188,30 +207,110 @@ function checkReachable(dir: string, runAs: RunAs): void {
   }
 }
 
-function ownerFile(dataDir: string): string {
-  return path.join(dataDir, 'pg-owner.pid');
+/**
+ * Several toolrun processes share one server per data directory: whichever comes first starts it,
+ * later ones attach, and the last one to let go stops it. Each user is a file in pg-clients/
+ * named after its pid; users whose process died (a SIGKILLed `serve`) no longer count, so their
+ * server is taken over by the next process. Starting, attaching and stopping happen under a lock
+ * file, so no process attaches to a server that another is stopping, and a new data directory is
+ * initialised once.
+ */
+function clientsDir(dataDir: string): string {
+  return path.join(dataDir, 'pg-clients');
+}
+
+let clientSeq = 0;
+
+function registerClient(dataDir: string): string {
+  fs.mkdirSync(clientsDir(dataDir), { recursive: true, mode: 0o700 });
+  const file = path.join(clientsDir(dataDir), `${process.pid}.${++clientSeq}`);
+  fs.writeFileSync(file, '');
+  return file;
+}
+
+/** Pids of live processes using the server; entries of dead processes are removed. */
+function liveClients(dataDir: string): number[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(clientsDir(dataDir));
+  } catch {
+    return [];
+  }
+  const live: number[] = [];
+  for (const name of names) {
+    const pid = Number(name.split('.')[0]);
+    if (Number.isInteger(pid) && pid > 0 && pidAlive(pid)) live.push(pid);
+    else fs.rmSync(path.join(clientsDir(dataDir), name), { force: true });
+  }
+  return live;
+}
+
+async function withLock<T>(dataDir: string, logger: Logger, fn: () => Promise<T>): Promise<T> {
+  const lockFile = path.join(dataDir, 'pg.lock');
+  const deadline = Date.now() + 120_000;
+  let waited = false;
+  for (;;) {
+    try {
+      fs.writeFileSync(lockFile, String(process.pid), { flag: 'wx', mode: 0o600 });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    let holder = 0;
+    try {
+      holder = Number(fs.readFileSync(lockFile, 'utf8'));
+    } catch {
+      continue; // released meanwhile
+    }
+    if (holder > 0 && !pidAlive(holder)) {
+      logger.warn({ lockFile, pid: holder }, 'removing the embedded PostgreSQL lock of a process that died');
+      fs.rmSync(lockFile, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${lockFile}, held by process ${holder}; remove it if that process is not toolrun`);
+    }
+    if (!waited) logger.debug({ pid: holder }, 'waiting for another toolrun process to start or stop the embedded PostgreSQL');
+    waited = true;
+    await sleep(50);
+  }
+  try {
+    return await fn();
+  } finally {
+    try {
+      if (fs.readFileSync(lockFile, 'utf8') === String(process.pid)) fs.rmSync(lockFile, { force: true });
+    } catch {
+      // already gone
+    }
+  }
 }
 
 export interface EmbeddedOptions {
   dataDir: string;
   logger: Logger;
-  /** false for the admin CLI and tests: never adopt a server another live process owns. */
+  /**
+   * @deprecated Has no effect; kept for existing callers. Whoever lets go of the server last stops
+   * it, so a server left by a killed process is taken over by the next one that uses it.
+   */
   adoptOrphans?: boolean;
 }
 
 /**
  * Starts the embedded server, or attaches to the one already running on this data directory
- * (started by another toolrun process). A server left behind by a killed owner is adopted.
+ * (started by another toolrun process). A server whose users all died is taken over.
  */
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedPostgres> {
   const { dataDir, logger } = opts;
-  const pgData = path.join(dataDir, 'pg');
   fs.mkdirSync(dataDir, { recursive: true });
-  const passwordFile = path.join(dataDir, 'pg-password');
   const bins = resolveBinaries();
   const runAs = runAsUser(logger);
+  return withLock(dataDir, logger, () => startLocked(dataDir, logger, bins, runAs));
+}
 
-  if (!fs.existsSync(path.join(pgData, 'PG_VERSION'))) {
+async function startLocked(dataDir: string, logger: Logger, bins: Binaries, runAs: RunAs | null): Promise<EmbeddedPostgres> {
+  const pgData = path.join(dataDir, 'pg');
+  const passwordFile = path.join(dataDir, 'pg-password');
+  if (!fs.existsSync(path.join(pgData, 'PG_VERSION')) || !fs.existsSync(passwordFile)) {
     const password = randomBytes(24).toString('hex');
     fs.rmSync(pgData, { recursive: true, force: true });
     fs.mkdirSync(pgData, { recursive: true, mode: 0o700 });
@@ -237,25 +336,21 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     } finally {
       fs.rmSync(pwTmp, { recursive: true, force: true });
     }
+    // Written last: its presence marks a complete initialisation.
     fs.writeFileSync(passwordFile, password, { mode: 0o600 });
   }
   const password = fs.readFileSync(passwordFile, 'utf8').trim();
   const urlFor = (port: number) => `postgres://${DB_USER}:${password}@127.0.0.1:${port}/${DB_NAME}`;
 
   const running = readPidFile(pgData);
-  if (running && pidAlive(running.pid) && running.port > 0) {
+  if (running && running.port > 0 && pidAlive(running.pid) && servesDirectory(running.pid, pgData)) {
     const url = urlFor(running.port);
-    await waitReady(url, null, () => '');
+    await waitReady(url, null, () => '', running.pid);
     await ensureDatabase(url);
-    const ownerPid = Number(fs.existsSync(ownerFile(dataDir)) ? fs.readFileSync(ownerFile(dataDir), 'utf8') : 0);
-    const orphan = !ownerPid || !pidAlive(ownerPid);
-    if (orphan && opts.adoptOrphans) {
-      logger.warn({ pid: running.pid }, 'adopting an embedded PostgreSQL left running by a stopped toolrun process');
-      fs.writeFileSync(ownerFile(dataDir), String(process.pid));
-      return { connectionString: url, owned: true, stop: () => stopPid(running.pid, dataDir) };
-    }
-    logger.debug({ pid: running.pid, port: running.port }, 'attached to running embedded PostgreSQL');
-    return { connectionString: url, owned: false, stop: async () => undefined };
+    const orphan = liveClients(dataDir).length === 0;
+    if (orphan) logger.warn({ pid: running.pid }, 'taking over an embedded PostgreSQL left running by a stopped toolrun process');
+    else logger.debug({ pid: running.pid, port: running.port }, 'attached to running embedded PostgreSQL');
+    return handle(dataDir, logger, url, running.pid, orphan, registerClient(dataDir));
   }
 
   let lastErr: unknown;
@@ -282,33 +377,55 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
       throw err;
     }
     await ensureDatabase(url);
-    fs.writeFileSync(ownerFile(dataDir), String(process.pid));
     logger.info({ port }, 'embedded PostgreSQL started');
-    const pid = child.pid ?? 0;
-    // The server must not outlive us on a normal exit.
-    const onExit = () => {
-      if (child.exitCode === null) child.kill('SIGINT');
-    };
-    process.once('exit', onExit);
-    return {
-      connectionString: url,
-      owned: true,
-      stop: async () => {
-        process.removeListener('exit', onExit);
-        await stopPid(pid, dataDir);
-      },
-    };
+    return handle(dataDir, logger, url, child.pid ?? 0, true, registerClient(dataDir));
   }
   throw lastErr instanceof Error ? lastErr : new Error(String(lastErr));
 }
 
-async function stopPid(pid: number, dataDir: string): Promise<void> {
+function handle(dataDir: string, logger: Logger, url: string, pid: number, owned: boolean, client: string): EmbeddedPostgres {
+  // Exiting without stop() (a crash, process.exit) still lets go; the last one out stops the server.
+  const onExit = () => {
+    fs.rmSync(client, { force: true });
+    if (pid && pidAlive(pid) && liveClients(dataDir).length === 0) {
+      try {
+        process.kill(pid, 'SIGINT');
+      } catch {
+        // gone already
+      }
+    }
+  };
+  process.once('exit', onExit);
+  let stopped = false;
+  return {
+    connectionString: url,
+    owned,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      process.removeListener('exit', onExit);
+      await withLock(dataDir, logger, async () => {
+        fs.rmSync(client, { force: true });
+        const others = liveClients(dataDir);
+        if (others.length > 0) {
+          logger.debug({ pids: others }, 'embedded PostgreSQL left running for other toolrun processes');
+          return;
+        }
+        await stopPid(pid);
+      });
+    },
+  };
+}
+
+async function stopPid(pid: number): Promise<void> {
   if (!pid || !pidAlive(pid)) return;
   process.kill(pid, 'SIGINT'); // fast shutdown: aborts transactions, exits cleanly
-  const deadline = Date.now() + 30_000;
-  while (pidAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  if (pidAlive(pid)) process.kill(pid, 'SIGQUIT');
-  fs.rmSync(ownerFile(dataDir), { force: true });
+  let deadline = Date.now() + 30_000;
+  while (pidAlive(pid) && Date.now() < deadline) await sleep(50);
+  if (!pidAlive(pid)) return;
+  process.kill(pid, 'SIGQUIT'); // immediate shutdown
+  deadline = Date.now() + 10_000;
+  while (pidAlive(pid) && Date.now() < deadline) await sleep(50);
 }
 
 async function ensureDatabase(url: string): Promise<void> {

@@ -17,6 +17,8 @@ export async function migrate(connectionString: string, logger: Logger): Promise
     migrationsTable: 'pgmigrations',
     singleTransaction: true,
     checkOrder: true,
+    // Several processes may start at once: the later ones wait, then find nothing to apply.
+    advisoryLockMode: 'wait',
     verbose: false,
     log: (msg: string) => logger.debug({ migrate: msg }, 'migrate'),
   });

@@ -28,11 +28,13 @@ export async function expireFiles(db: Db, storage: Storage, logger: Logger, batc
   return total;
 }
 
-/** Runs expireFiles now and then every intervalMs until stopped. */
-export function startFileJanitor(db: Db, storage: Storage, logger: Logger, intervalMs = 5 * 60_000): { stop(): Promise<void> } {
+/** Runs each task now and then every intervalMs until stopped; a failing task is logged and retried next time. */
+export function startJanitor(tasks: (() => Promise<unknown>)[], logger: Logger, intervalMs = 5 * 60_000): { stop(): Promise<void> } {
   let running: Promise<unknown> = Promise.resolve();
   const tick = () => {
-    running = expireFiles(db, storage, logger).catch((err: unknown) => logger.warn({ err }, 'file expiry failed'));
+    running = (async () => {
+      for (const task of tasks) await task().catch((err: unknown) => logger.warn({ err }, 'expiry task failed'));
+    })();
   };
   tick();
   const timer = setInterval(tick, intervalMs);

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { PathUuid } from '../http/schemas.js';
 
 export const UploadUrlBodySchema = Type.Object(
   {
@@ -64,4 +65,4 @@ export const FileSchema = Type.Object(
 );
 export type FileResource = Static<typeof FileSchema>;
 
-export const FileIdParamsSchema = Type.Object({ file_id: Type.String({ format: 'uuid' }) });
+export const FileIdParamsSchema = Type.Object({ file_id: PathUuid() });

@@ -18,6 +18,7 @@ import { fileRoutes, fileSchemas } from '../files/routes.js';
 import type { MediaBinaries } from '../media/binaries.js';
 import { meRoutes, MeSchema } from '../me/routes.js';
 import { runRoutes, runSchemas } from '../runs/routes.js';
+import { webhookRoutes, webhookSchemas } from '../webhooks/routes.js';
 import { LocalStorage } from '../storage/local.js';
 import { localStorageRoutes } from '../storage/local-routes.js';
 import type { Storage } from '../storage/storage.js';
@@ -111,6 +112,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>();
   // Bodies are JSON only: without this, Fastify's built-in text/plain parser accepts plain text.
   app.removeContentTypeParser('text/plain');
+  // An empty JSON body counts as no body, so bodiless POSTs (cancel, test) work from clients that
+  // always send Content-Type: application/json; routes that need a body still say so (422).
+  const defaultJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    return defaultJson(request, text, done);
+  });
 
   app.decorateRequest('auth', null);
   const methods = createMethodIndex(app);
@@ -120,6 +129,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   toolSchemas(app);
   fileSchemas(app);
   runSchemas(app);
+  webhookSchemas(app);
 
   await app.register(swagger, {
     openapi: {
@@ -184,6 +194,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(toolRoutes(tools));
   await app.register(fileRoutes({ config, db, storage: deps.storage, media: deps.media }));
   await app.register(runRoutes({ config, db, tools, storage: deps.storage }));
+  await app.register(webhookRoutes({ config, db }));
   // The local backend serves its signed part and download URLs itself; S3 serves its own.
   if (deps.storage instanceof LocalStorage) await app.register(localStorageRoutes(deps.storage));
   if (deps.extraRoutes) await app.register(deps.extraRoutes);

@@ -1,6 +1,13 @@
 import { Type, type TSchema } from 'typebox';
 import { ERROR_STATUS, type ErrorCode } from './errors.js';
 
+/**
+ * A UUID in a path. The pattern as well as the format: Ajv's uuid format also admits
+ * `urn:uuid:...`, which PostgreSQL does not take.
+ */
+export const PathUuid = () =>
+  Type.String({ format: 'uuid', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' });
+
 export const FieldErrorSchema = Type.Object(
   {
     loc: Type.Array(Type.Union([Type.String(), Type.Integer()]), {

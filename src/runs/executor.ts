@@ -25,10 +25,14 @@ export interface ExecutorDeps {
 /** Why a run's AbortSignal fired. */
 export type StopReason = 'canceled' | 'timeout' | 'lease_lost' | 'shutdown';
 
+/**
+ * Extends a lease that is still held. A lease that already lapsed is lost even if nobody took the
+ * run yet: another worker may be claiming it right now.
+ */
 async function renewLease(db: Db, runId: string, owner: string, seconds: number): Promise<boolean> {
   const { rowCount } = await db.pool.query(
     `UPDATE runs SET lease_expires_at = now() + make_interval(secs => $3::integer)
-      WHERE id = $1::uuid AND lease_owner = $2::text AND status = 'running'`,
+      WHERE id = $1::uuid AND lease_owner = $2::text AND status = 'running' AND lease_expires_at > now()`,
     [runId, owner, seconds],
   );
   return rowCount === 1;
@@ -60,18 +64,24 @@ async function inputFiles(deps: ExecutorDeps, tool: ToolManifest, run: RunRow): 
   return { files, copies };
 }
 
+/** How the worker controls one execution. */
+export interface RunControl {
+  abort: AbortController;
+  /** Why the signal fired, if it did. */
+  reason(): StopReason | null;
+  /** Date.now() taken before the claim was sent: the lease cannot have begun earlier. */
+  claimedAt: number;
+}
+
 /**
  * Runs one claimed run to its end: renews the lease while the tool works, stops the tool on
  * cancel, timeout or a lost lease, checks and stores outputs, then settles the run in one
  * transaction. Only the lease holder can settle it, so a run retaken by another worker after a
- * lapse is never finished twice.
+ * lapse is never finished twice. The execution also fences itself: if no renewal succeeded for
+ * a whole lease period (database unreachable, process frozen) it stops the tool on its own
+ * before another worker can have taken the run, so no run is executed twice at once.
  */
-export async function executeRun(
-  deps: ExecutorDeps,
-  run: RunRow,
-  owner: string,
-  control: { abort: AbortController; reason(): StopReason | null },
-): Promise<void> {
+export async function executeRun(deps: ExecutorDeps, run: RunRow, owner: string, control: RunControl): Promise<void> {
   const { config, db, logger } = deps;
   const log = logger.child({ run_id: run.id, tool_id: run.tool_id, attempt: run.attempts });
   const tool = deps.tools.get(run.tool_id);
@@ -79,16 +89,26 @@ export async function executeRun(
     await db.tx((tx) => failRun(tx, run.id, `The tool ${run.tool_id} is not available on this server.`, owner));
     return;
   }
+  const leaseMs = config.runs.leaseSeconds * 1000;
+  let fence: NodeJS.Timeout | undefined;
+  const heldSince = (t: number) => {
+    clearTimeout(fence);
+    fence = setTimeout(() => control.abort.abort('lease_lost'), Math.max(0, t + leaseMs - Date.now()));
+  };
+  heldSince(control.claimedAt);
   const leaseTimer = setInterval(
     () => {
+      const sentAt = Date.now();
       renewLease(db, run.id, owner, config.runs.leaseSeconds).then(
         (held) => {
-          if (!held) control.abort.abort('lease_lost');
+          if (control.abort.signal.aborted) return;
+          if (held) heldSince(sentAt);
+          else control.abort.abort('lease_lost');
         },
         (err: unknown) => log.warn({ err }, 'lease renewal failed'),
       );
     },
-    Math.max(1000, (config.runs.leaseSeconds * 1000) / 3),
+    Math.max(1000, leaseMs / 3),
   );
   const timeoutSeconds = tool.timeoutSeconds ?? config.runs.timeoutSeconds;
   const timeout = setTimeout(() => control.abort.abort('timeout'), timeoutSeconds * 1000);
@@ -108,10 +128,12 @@ export async function executeRun(
       ])
       .catch((err: unknown) => log.warn({ err }, 'progress update failed'));
   };
-  const workDir = await fs.mkdtemp(path.join(os.tmpdir(), `toolrun-run-${run.id}-`));
+  let workDir: string | null = null;
   let copies: LocalCopy[] = [];
   let stored: NewOutput[] = [];
+  let succeeded = false;
   try {
+    workDir = await fs.mkdtemp(path.join(os.tmpdir(), `toolrun-run-${run.id}-`));
     const inputs = await inputFiles(deps, tool, run);
     copies = inputs.copies;
     const started = Date.now();
@@ -125,6 +147,7 @@ export async function executeRun(
       progress,
       media: deps.media,
       logger: log,
+      outbound: { allowPrivate: config.allowPrivateNetwork },
     });
     if (control.abort.signal.aborted) throw control.abort.signal.reason;
     stored = await storeOutputs(outputs, {
@@ -133,12 +156,22 @@ export async function executeRun(
       storage: deps.storage,
       media: deps.media,
       maxBytes: config.runs.maxOutputBytes,
+      signal: control.abort.signal,
     });
-    const done = await db.tx((tx) => succeedRun(tx, run.id, owner, stored, config.runs.outputRetentionSeconds));
-    if (!done) throw new Error('run no longer held');
+    const done = await db.tx(async (tx) => {
+      const finished = await succeedRun(tx, run.id, owner, stored, config.runs.outputRetentionSeconds);
+      // A tool's own record of success (a saved brand kit) commits with the run, or not at all.
+      if (finished && tool.onSucceeded) await tool.onSucceeded(tx, { id: run.id, teamId: run.team_id, values: run.inputs }, outputs);
+      return finished;
+    });
+    if (!done) {
+      // Canceled or retaken meanwhile: not ours to finish; the outputs are deleted below.
+      log.info({ reason: control.reason() ?? 'no_longer_held' }, 'run stopped');
+      return;
+    }
+    succeeded = true;
     log.info({ ms: Date.now() - started, outputs: stored.length }, 'run succeeded');
     stored = [];
-    await verifyOutputs(db, deps.storage, log, { runId: run.id });
   } catch (err) {
     const reason = control.reason();
     if (reason === 'canceled' || reason === 'lease_lost' || reason === 'shutdown') {
@@ -155,10 +188,13 @@ export async function executeRun(
     }
   } finally {
     clearInterval(leaseTimer);
+    clearTimeout(fence);
     clearTimeout(timeout);
     // Outputs of a run that did not succeed (canceled, failed, lost) are deleted.
     for (const o of stored) await deps.storage.delete(o.storageKey).catch(() => undefined);
     for (const c of copies) await c.cleanup().catch(() => undefined);
-    await fs.rm(workDir, { recursive: true, force: true });
+    if (workDir) await fs.rm(workDir, { recursive: true, force: true });
   }
+  // The check behind output_not_ready; a worker's sweep retries it if this one cannot finish it.
+  if (succeeded) await verifyOutputs(db, deps.storage, log, { runId: run.id }).catch((err: unknown) => log.warn({ err }, 'output check failed'));
 }

@@ -5,6 +5,13 @@ import { MEDIA_KINDS, type MediaInfo, type PricingInput, type ToolManifest, type
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/**
+ * What the inputs are checked for. An estimate of a metered video tool may leave its video slots
+ * out when the body gives duration_seconds: the issue's "duration_seconds prices metered video
+ * tools before a file is known; once a file is given its probed length wins". A start needs them.
+ */
+export type PriceMode = 'estimate' | 'start';
+
 /** Inputs after validation: what the run stores, what pricing sees, and the files behind media slots. */
 export interface ResolvedInputs {
   /** Slot values with defaults applied; media and element slots as lists of ids. */
@@ -52,6 +59,8 @@ function checkScalar(slot: ToolSlot, value: unknown): FieldError | null {
       return typeof value === 'boolean' ? null : { loc: loc(slot.name), message: 'must be true or false', code: 'wrong_type' };
     case 'text': {
       if (typeof value !== 'string') return { loc: loc(slot.name), message: 'must be a string', code: 'wrong_type' };
+      // The run stores its inputs as jsonb, which cannot hold U+0000.
+      if (value.includes('\u0000')) return { loc: loc(slot.name), message: 'must not contain the NUL character', code: 'invalid_character' };
       const maxLength = typeof c.max_length === 'number' ? c.max_length : 10_000;
       if (value.length < 1 || value.length > maxLength) {
         return { loc: loc(slot.name), message: `must be 1 to ${maxLength} characters`, code: value.length ? 'too_long' : 'too_short' };
@@ -124,6 +133,7 @@ export async function resolveInputs(
   teamId: string,
   inputs: Record<string, unknown>,
   durationHint: number | null,
+  opts: { mode: PriceMode } = { mode: 'start' },
 ): Promise<{ resolved: ResolvedInputs; errors: FieldError[] }> {
   const errors: FieldError[] = [];
   const values: Record<string, unknown> = {};
@@ -135,7 +145,8 @@ export async function resolveInputs(
   for (const slot of tool.inputs) {
     const present = Object.prototype.hasOwnProperty.call(inputs, slot.name) && inputs[slot.name] !== null;
     if (!present) {
-      if (slot.required) errors.push({ loc: loc(slot.name), message: 'is required', code: 'missing' });
+      const pricedByHint = opts.mode === 'estimate' && durationHint !== null && slot.kind === 'video';
+      if (slot.required && !pricedByHint) errors.push({ loc: loc(slot.name), message: 'is required', code: 'missing' });
       else if (slot.default !== undefined) values[slot.name] = slot.default;
       continue;
     }

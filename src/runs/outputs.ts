@@ -18,13 +18,29 @@ export async function sha256File(path: string): Promise<string> {
 /**
  * Checks each output the tool wrote (size bound, decodes as what it claims, checksum) and stores
  * it. Returns the rows to record; the caller deletes the stored objects if the run cannot finish.
+ * When it fails (a bad output, the signal fired) it deletes what it already stored itself.
  */
 export async function storeOutputs(
   outputs: ToolOutput[],
-  opts: { teamId: string; runId: string; storage: Storage; media: MediaBinaries; maxBytes: number },
+  opts: { teamId: string; runId: string; storage: Storage; media: MediaBinaries; maxBytes: number; signal?: AbortSignal },
 ): Promise<NewOutput[]> {
   const stored: NewOutput[] = [];
+  try {
+    await storeEach(outputs, opts, stored);
+  } catch (err) {
+    for (const o of stored) await opts.storage.delete(o.storageKey).catch(() => undefined);
+    throw err;
+  }
+  return stored;
+}
+
+async function storeEach(
+  outputs: ToolOutput[],
+  opts: { teamId: string; runId: string; storage: Storage; media: MediaBinaries; maxBytes: number; signal?: AbortSignal },
+  stored: NewOutput[],
+): Promise<void> {
   for (const [position, out] of outputs.entries()) {
+    if (opts.signal?.aborted) throw opts.signal.reason;
     const { size } = await fs.stat(out.path);
     if (size > opts.maxBytes) throw new ToolError(`an output is ${size} bytes, over the ${opts.maxBytes}-byte limit`);
     let meta = { width: null as number | null, height: null as number | null, durationSeconds: null as number | null };
@@ -42,7 +58,14 @@ export async function storeOutputs(
     const id = randomUUID();
     const storageKey = `outputs/${opts.teamId}/${opts.runId}/${id}`;
     const sha256 = await sha256File(out.path);
-    await opts.storage.putFile(storageKey, out.path, out.mimeType);
+    if (opts.signal?.aborted) throw opts.signal.reason;
+    try {
+      await opts.storage.putFile(storageKey, out.path, out.mimeType);
+    } catch (err) {
+      // A put that failed half-way may have left an object behind.
+      await opts.storage.delete(storageKey).catch(() => undefined);
+      throw err;
+    }
     stored.push({
       id,
       position,
@@ -56,13 +79,13 @@ export async function storeOutputs(
       sha256,
     });
   }
-  return stored;
 }
 
 /**
  * The check behind output_not_ready: reads each stored output back from storage and compares its
  * checksum with the one taken before upload. Claims rows with SKIP LOCKED, so any worker may run
- * it (the one that finished the run does at once; others sweep what a crash left).
+ * it (the one that finished the run does at once; others sweep what a crash left). Returns how
+ * many outputs it settled (ready or failed).
  */
 export async function verifyOutputs(db: Db, storage: Storage, logger: Logger, opts: { runId?: string; olderThanSeconds?: number } = {}): Promise<number> {
   let done = 0;
@@ -94,9 +117,32 @@ export async function verifyOutputs(db: Db, storage: Storage, logger: Logger, op
         await tx.query(`UPDATE run_outputs SET status = $2::text WHERE id = $1::uuid`, [row.id, ok ? 'ready' : 'failed']);
         checked++;
       }
-      return rows.length === 10 && checked > 0 ? 10 : 0;
+      return { checked, more: rows.length === 10 && checked > 0 };
     });
-    done += n;
-    if (n < 10) return done;
+    done += n.checked;
+    if (!n.more) return done;
   }
+}
+
+/** Deletes the bytes of outputs past their retention and marks them expired (any process may run it). */
+export async function expireOutputs(db: Db, storage: Storage, logger: Logger, batch = 100): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n = await db.tx(async (tx) => {
+      const { rows } = await tx.query<{ id: string; storage_key: string }>(
+        `SELECT id, storage_key FROM run_outputs WHERE status IN ('checking', 'ready', 'failed') AND expires_at <= now()
+          ORDER BY expires_at LIMIT $1::integer FOR UPDATE SKIP LOCKED`,
+        [batch],
+      );
+      for (const row of rows) {
+        await storage.delete(row.storage_key);
+        await tx.query(`UPDATE run_outputs SET status = 'expired' WHERE id = $1::uuid`, [row.id]);
+      }
+      return rows.length;
+    });
+    total += n;
+    if (n < batch) break;
+  }
+  if (total) logger.info({ outputs: total }, 'expired outputs deleted');
+  return total;
 }

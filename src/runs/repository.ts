@@ -64,7 +64,8 @@ export function runResource(run: RunRow, outputs: OutputRow[]): Run {
     outputs:
       run.status === 'succeeded'
         ? outputs
-            .filter((o) => o.status !== 'expired')
+            // Past its retention an output is gone, even before the janitor marks it.
+            .filter((o) => o.status !== 'expired' && o.expires_at.getTime() > Date.now())
             .sort((a, b) => a.position - b.position)
             .map((o) => ({
               asset_id: o.id,

@@ -1,7 +1,9 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { requireAuth } from '../auth/plugin.js';
 import { AUTH_ERRORS, errorResponses } from '../http/schemas.js';
+import { fieldErrors } from '../http/validation.js';
 import {
   EstimateSchema,
   OutputParamsSchema,
@@ -13,7 +15,7 @@ import {
   StartHeadersSchema,
   ToolIdParamsSchema,
 } from './schemas.js';
-import { cancelRun, estimate, getRun, outputUrl, startRun, type RunsDeps } from './service.js';
+import { cancelRun, checkTool, estimate, getRun, outputUrl, startRun, type RunRequest, type RunsDeps } from './service.js';
 
 export function runSchemas(app: { addSchema(s: unknown): unknown }): void {
   app.addSchema(EstimateSchema);
@@ -24,12 +26,32 @@ export function runSchemas(app: { addSchema(s: unknown): unknown }): void {
 
 const TOOL_ERRORS = ['tool_not_found', 'tool_execution_pipeline', 'consent_required', 'insufficient_sparks'] as const;
 
+/**
+ * Estimate and start answer 404, 409 and 403 (plan) about the tool before anything about the
+ * body: the tool is checked before the body is read (preParsing), and the schema's verdict on the
+ * body is attached (attachValidation) for the service to answer after consent.
+ */
+function toolFirst(deps: RunsDeps) {
+  return {
+    attachValidation: true,
+    preParsing: async (request: FastifyRequest) => {
+      checkTool(deps.tools, (request.params as { tool_id: string }).tool_id, requireAuth(request));
+    },
+  };
+}
+
+function runRequest(request: FastifyRequest): RunRequest {
+  const v = request.validationError;
+  return { body: request.body, schemaErrors: v ? fieldErrors(v.validation, v.validationContext) : [] };
+}
+
 export function runRoutes(deps: RunsDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
       '/v1/tools/:tool_id/estimate',
       {
         config: { scope: 'read' },
+        ...toolFirst(deps),
         schema: {
           operationId: 'estimateRun',
           summary: 'Price the exact inputs; starts nothing and spends nothing',
@@ -39,13 +61,14 @@ export function runRoutes(deps: RunsDeps): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref('Estimate'), ...errorResponses(...AUTH_ERRORS, ...TOOL_ERRORS, 'payload_too_large', 'unsupported_media_type') },
         },
       },
-      async (request) => estimate(deps, requireAuth(request), request.params.tool_id, request.body),
+      async (request) => estimate(deps, requireAuth(request), request.params.tool_id, runRequest(request)),
     );
 
     app.post(
       '/v1/tools/:tool_id/runs',
       {
         config: { scope: 'run' },
+        ...toolFirst(deps),
         schema: {
           operationId: 'startRun',
           summary: 'Start a run: holds the estimated Sparks and queues it',
@@ -60,7 +83,7 @@ export function runRoutes(deps: RunsDeps): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        const started = await startRun(deps, requireAuth(request), request.params.tool_id, request.body, request.headers['idempotency-key']);
+        const started = await startRun(deps, requireAuth(request), request.params.tool_id, runRequest(request), request.headers['idempotency-key']);
         if (started.replayed) reply.header('Idempotent-Replayed', 'true');
         return reply.status(202).send(started.run);
       },

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { PathUuid } from '../http/schemas.js';
 
 export const RunBodySchema = Type.Object(
   {
@@ -16,10 +17,10 @@ export const RunBodySchema = Type.Object(
 export type RunBody = Static<typeof RunBodySchema>;
 
 export const ToolIdParamsSchema = Type.Object({ tool_id: Type.String({ minLength: 1, maxLength: 100 }) });
-export const RunIdParamsSchema = Type.Object({ run_id: Type.String({ format: 'uuid' }) });
+export const RunIdParamsSchema = Type.Object({ run_id: PathUuid() });
 export const OutputParamsSchema = Type.Object({
-  run_id: Type.String({ format: 'uuid' }),
-  asset_id: Type.String({ format: 'uuid' }),
+  run_id: PathUuid(),
+  asset_id: PathUuid(),
 });
 
 export const StartHeadersSchema = Type.Object({

@@ -2,12 +2,12 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { KeyContext } from '../auth/repository.js';
 import type { Config } from '../config/config.js';
 import type { Db, Queryable } from '../db/pool.js';
-import { ApiError, invalidRequest } from '../http/errors.js';
+import { ApiError, invalidRequest, type FieldError } from '../http/errors.js';
 import { holdForRun } from '../sparks/ledger.js';
 import type { Storage } from '../storage/storage.js';
 import type { ToolManifest } from '../tools/manifest.js';
 import type { ToolRegistry } from '../tools/registry.js';
-import { elementIds, resolveInputs, type ResolvedInputs } from './inputs.js';
+import { elementIds, resolveInputs, type PriceMode, type ResolvedInputs } from './inputs.js';
 import { findByIdempotencyKey, getOutputs, getTeamRun, insertRun, runResource, runsThisHour, type RunRow } from './repository.js';
 import type { Estimate, OutputUrl, Run, RunBody } from './schemas.js';
 import { cancelLockedRun, RUNS_CHANNEL } from './transitions.js';
@@ -22,8 +22,8 @@ export interface RunsDeps {
 export const MAX_IDEMPOTENCY_KEY = 255;
 const MAX_ATTEMPTS = 3;
 
-/** 404, 409 and 403 (plan), in the spec's order. */
-function lookupTool(tools: ToolRegistry, toolId: string, auth: KeyContext): ToolManifest {
+/** 404, 409 and 403 (plan), in the spec's order; the routes call it before the body is even read. */
+export function checkTool(tools: ToolRegistry, toolId: string, auth: KeyContext): ToolManifest {
   const tool = tools.get(toolId);
   if (!tool) throw new ApiError('tool_not_found', `No tool "${toolId}" is available over the API; GET /v1/tools lists them.`);
   if (tool.pipeline) {
@@ -53,19 +53,64 @@ async function checkConsent(db: Queryable, tool: ToolManifest, teamId: string, i
   }
 }
 
+/**
+ * The estimate or start body as the route received it. The route validates it against
+ * RunBodySchema without answering, so that the tool checks (404, 409, 403) and consent come
+ * first; `schemaErrors` lists what the schema found wrong (empty when the body is a RunBody).
+ */
+export interface RunRequest {
+  body: unknown;
+  schemaErrors: FieldError[];
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The body's inputs when they are an object (absent inputs are no inputs); null otherwise. */
+function inputsOf(body: unknown): Record<string, unknown> | null {
+  if (!isObject(body)) return null;
+  const inputs = Object.prototype.hasOwnProperty.call(body, 'inputs') ? body.inputs : {};
+  return isObject(inputs) ? inputs : null;
+}
+
+/** The body's duration_seconds when it is a valid hint. */
+function durationOf(body: unknown): number | null {
+  const d = isObject(body) ? body.duration_seconds : null;
+  return typeof d === 'number' && Number.isFinite(d) && d > 0 ? d : null;
+}
+
+/**
+ * Consent (403), then every 422 at once: the body's own fields, `extra` (the Idempotency-Key
+ * header), and, when there are such errors and the inputs are an object, the slots' too.
+ * Returns the valid body.
+ */
+async function checkBody(deps: RunsDeps, tool: ToolManifest, auth: KeyContext, req: RunRequest, extra: FieldError[], mode: PriceMode): Promise<RunBody> {
+  const inputs = inputsOf(req.body);
+  if (inputs) await checkConsent(deps.db.pool, tool, auth.teamId, inputs);
+  const errors = [...req.schemaErrors, ...extra];
+  if (errors.length) {
+    if (inputs) errors.push(...(await resolveInputs(deps.db.pool, tool, auth.teamId, inputs, durationOf(req.body), { mode })).errors);
+    throw invalidRequest(errors);
+  }
+  // No schema errors: the body is a RunBody.
+  return req.body as RunBody;
+}
+
 interface Priced {
   resolved: ResolvedInputs;
   sparks: number;
   reserve: number;
 }
 
-async function price(deps: RunsDeps, tool: ToolManifest, auth: KeyContext, body: RunBody): Promise<Priced> {
+async function price(deps: RunsDeps, tool: ToolManifest, auth: KeyContext, body: RunBody, mode: PriceMode): Promise<Priced> {
   // The schema admits any JSON object here; the tool's slots decide what each key may hold.
   const inputs = (body.inputs ?? {}) as Record<string, unknown>;
-  await checkConsent(deps.db.pool, tool, auth.teamId, inputs);
-  const { resolved, errors } = await resolveInputs(deps.db.pool, tool, auth.teamId, inputs, body.duration_seconds ?? null);
+  const { resolved, errors } = await resolveInputs(deps.db.pool, tool, auth.teamId, inputs, body.duration_seconds ?? null, { mode });
   if (errors.length) throw invalidRequest(errors);
   const sparks = tool.price(resolved.pricing);
+  if (!Number.isSafeInteger(sparks) && resolved.pricing.durationHint !== null) {
+    // A length hint no real file has (1e20 s) prices past any balance and any integer.
+    throw invalidRequest([{ loc: ['body', 'duration_seconds'], message: 'is too long to price', code: 'out_of_range' }]);
+  }
   if (!Number.isSafeInteger(sparks) || sparks < 0) throw new Error(`${tool.id} priced ${sparks}`);
   // Prices are exact once inputs are probed, so the hold is the price.
   return { resolved, sparks, reserve: sparks };
@@ -77,9 +122,10 @@ function insufficient(needed: number, available: number): ApiError {
   });
 }
 
-export async function estimate(deps: RunsDeps, auth: KeyContext, toolId: string, body: RunBody): Promise<Estimate> {
-  const tool = lookupTool(deps.tools, toolId, auth);
-  const { sparks, reserve } = await price(deps, tool, auth, body);
+export async function estimate(deps: RunsDeps, auth: KeyContext, toolId: string, req: RunRequest): Promise<Estimate> {
+  const tool = checkTool(deps.tools, toolId, auth);
+  const body = await checkBody(deps, tool, auth, req, [], 'estimate');
+  const { sparks, reserve } = await price(deps, tool, auth, body, 'estimate');
   const { rows } = await deps.db.pool.query<{ available: number }>('SELECT sparks_available AS available FROM teams WHERE id = $1::uuid', [
     auth.teamId,
   ]);
@@ -129,19 +175,20 @@ function secondsToNextHour(now = new Date()): number {
  * serialises the team's starts) re-checks the idempotency key, the hourly ceiling and the
  * balance, holds the Sparks, inserts the queued run and wakes the workers.
  */
-export async function startRun(deps: RunsDeps, auth: KeyContext, toolId: string, body: RunBody, idempotencyKey: string | undefined): Promise<Started> {
-  const tool = lookupTool(deps.tools, toolId, auth);
-  if (idempotencyKey !== undefined && (idempotencyKey.length < 1 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY)) {
-    throw invalidRequest([
-      { loc: ['header', 'Idempotency-Key'], message: `must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`, code: idempotencyKey.length ? 'too_long' : 'too_short' },
-    ]);
-  }
+export async function startRun(deps: RunsDeps, auth: KeyContext, toolId: string, req: RunRequest, idempotencyKey: string | undefined): Promise<Started> {
+  const tool = checkTool(deps.tools, toolId, auth);
+  const keyErrors: FieldError[] =
+    idempotencyKey !== undefined && (idempotencyKey.length < 1 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY)
+      ? [{ loc: ['header', 'Idempotency-Key'], message: `must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`, code: idempotencyKey.length ? 'too_long' : 'too_short' }]
+      : [];
+  const body = await checkBody(deps, tool, auth, req, keyErrors, 'start');
   const hash = requestHash(tool.id, body);
   if (idempotencyKey !== undefined) {
+    // Before the inputs are resolved: a repeat answers with its run even if an input has expired since.
     const existing = await findByIdempotencyKey(deps.db.pool, auth.teamId, idempotencyKey);
     if (existing) return replay(deps.db.pool, existing, hash);
   }
-  const priced = await price(deps, tool, auth, body);
+  const priced = await price(deps, tool, auth, body, 'start');
   return deps.db.tx(async (tx) => {
     const { rows } = await tx.query<{ sparks_available: number; runs_per_hour: number }>(
       'SELECT sparks_available, runs_per_hour FROM teams WHERE id = $1::uuid FOR UPDATE',

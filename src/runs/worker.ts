@@ -13,12 +13,19 @@ export interface WorkerOptions extends ExecutorDeps {
 }
 
 interface Active {
+  runId: string;
   abort: AbortController;
   reason: StopReason | null;
+  /** This execution's lease token (the run's lease_owner while it holds the run). */
+  lease: string;
   done: Promise<void>;
 }
 
-/** Takes a queued run, or one whose worker's lease lapsed, for this worker. */
+/**
+ * Takes a queued run, or one whose worker's lease lapsed, under the lease token `owner`. Tokens
+ * are unique per claim, not per worker, so an execution that lost its lease can never pass for
+ * a later execution of the same run in the same worker.
+ */
 async function claim(db: Db, owner: string, leaseSeconds: number): Promise<RunRow | null> {
   for (const where of [
     `status = 'queued' ORDER BY created_at`,
@@ -44,7 +51,8 @@ async function giveUpAbandoned(db: Db): Promise<number> {
         LIMIT 20 FOR UPDATE SKIP LOCKED`,
     );
     for (const r of rows) {
-      await failRun(tx, r.id, `The run was interrupted ${r.attempts} times (its worker stopped) and was given up; its hold was released.`, null);
+      const times = `${r.attempts} time${r.attempts === 1 ? '' : 's'}`;
+      await failRun(tx, r.id, `The run was interrupted ${times} (its worker stopped) and was given up; its hold was released.`, null);
     }
     return rows.length;
   });
@@ -57,10 +65,14 @@ async function giveUpAbandoned(db: Db): Promise<number> {
  */
 export class RunWorker {
   readonly id = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  /** Executions by lease token (a run lost and retaken here may briefly have two). */
   private readonly active = new Map<string, Active>();
   private listener: pg.Client | null = null;
   private stopping = false;
   private wake: (() => void) | null = null;
+  /** A poke arrived while the loop was not sleeping (e.g. mid-claim): it must look again. */
+  private poked = false;
+  private claims = 0;
   private loop: Promise<void> | null = null;
   private sweepTimer: NodeJS.Timeout | null = null;
 
@@ -69,7 +81,9 @@ export class RunWorker {
   async start(): Promise<void> {
     await this.listen();
     this.loop = this.run();
-    this.sweepTimer = setInterval(() => void this.sweep(), Math.max(1000, this.opts.config.runs.pollMs));
+    // Lapsed leases are looked for at least once per lease period, however slow the poll.
+    const { pollMs, leaseSeconds } = this.opts.config.runs;
+    this.sweepTimer = setInterval(() => void this.sweep(), Math.max(1000, Math.min(pollMs, leaseSeconds * 1000)));
     this.opts.logger.info({ worker: this.id, concurrency: this.opts.concurrency }, 'run worker started');
   }
 
@@ -93,16 +107,18 @@ export class RunWorker {
   }
 
   private poke(): void {
+    this.poked = true;
     const w = this.wake;
     this.wake = null;
     w?.();
   }
 
   private stopRun(runId: string, reason: StopReason): void {
-    const a = this.active.get(runId);
-    if (!a || a.abort.signal.aborted) return;
-    a.reason = reason;
-    a.abort.abort(reason);
+    for (const a of this.active.values()) {
+      if (a.runId !== runId || a.abort.signal.aborted) continue;
+      a.reason = reason;
+      a.abort.abort(reason);
+    }
   }
 
   private async sweep(): Promise<void> {
@@ -115,44 +131,85 @@ export class RunWorker {
     this.poke();
   }
 
+  /** Sleeps until poked or ms pass. */
+  private async sleep(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.wake = resolve;
+      timer = setTimeout(resolve, ms).unref();
+    });
+    clearTimeout(timer);
+    this.wake = null;
+  }
+
   private async run(): Promise<void> {
     const { db, config, logger } = this.opts;
     while (!this.stopping) {
-      let claimed: RunRow | null = null;
+      // Pokes from here on (a notification while the claim below runs) make the loop look again.
+      this.poked = false;
+      let failed = false;
       if (this.active.size < this.opts.concurrency) {
+        const lease = `${this.id}/${++this.claims}`;
+        const claimedAt = Date.now(); // before the claim: the lease cannot have started earlier
+        let claimed: RunRow | null = null;
         try {
-          claimed = await claim(db, this.id, config.runs.leaseSeconds);
+          claimed = await claim(db, lease, config.runs.leaseSeconds);
         } catch (err) {
+          failed = true;
           logger.warn({ err }, 'claiming a run failed');
         }
+        if (claimed) {
+          if (this.stopping) {
+            // Claimed while stop() began: hand it straight back rather than strand it.
+            await this.handBack([claimed.id], [lease]);
+            break;
+          }
+          this.launch(claimed, lease, claimedAt);
+          continue;
+        }
       }
-      if (claimed && !this.stopping) {
-        this.launch(claimed);
-        continue;
-      }
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-        setTimeout(resolve, config.runs.pollMs).unref();
-      });
-      this.wake = null;
+      if (this.stopping) break;
+      if (this.poked && !failed) continue;
+      await this.sleep(failed ? Math.min(1000, config.runs.pollMs) : config.runs.pollMs);
     }
   }
 
-  private launch(run: RunRow): void {
+  private launch(run: RunRow, lease: string, claimedAt: number): void {
     const abort = new AbortController();
-    const entry: Active = { abort, reason: null, done: Promise.resolve() };
-    entry.done = executeRun(this.opts, run, this.id, { abort, reason: () => entry.reason ?? (abort.signal.reason as StopReason | null) ?? null })
+    const entry: Active = { runId: run.id, abort, reason: null, lease, done: Promise.resolve() };
+    entry.done = executeRun(this.opts, run, lease, {
+      abort,
+      claimedAt,
+      reason: () => entry.reason ?? (abort.signal.reason as StopReason | null) ?? null,
+    })
       .catch((err: unknown) => this.opts.logger.error({ err, run_id: run.id }, 'run executor crashed'))
       .finally(() => {
-        this.active.delete(run.id);
+        this.active.delete(lease);
         this.poke();
       });
-    this.active.set(run.id, entry);
+    this.active.set(lease, entry);
   }
 
   /** Number of runs this worker is executing now. */
   get busy(): number {
     return this.active.size;
+  }
+
+  /**
+   * Gives leases back without counting the attempt, and wakes the other workers so that one of
+   * them takes the runs at once.
+   */
+  private async handBack(ids: string[], leases: string[]): Promise<void> {
+    await this.opts.db.pool
+      .query(
+        `WITH back AS (
+           UPDATE runs SET lease_owner = NULL, lease_expires_at = now() - interval '1 second', attempts = greatest(0, attempts - 1)
+            WHERE id = ANY ($1::uuid[]) AND lease_owner = ANY ($2::text[]) AND status = 'running'
+            RETURNING id)
+         SELECT pg_notify($3::text, id::text) FROM back`,
+        [ids, leases, RUNS_CHANNEL],
+      )
+      .catch((err: unknown) => this.opts.logger.warn({ err }, 'could not hand back leases'));
   }
 
   /**
@@ -163,20 +220,25 @@ export class RunWorker {
     this.stopping = true;
     this.poke();
     if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sweepTimer = null;
     await this.loop;
     const all = () => Promise.all([...this.active.values()].map((a) => a.done));
-    const timedOut = await Promise.race([all().then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref())]);
+    let graceTimer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      all().then(() => false),
+      new Promise<boolean>((r) => {
+        graceTimer = setTimeout(() => r(true), graceMs);
+      }),
+    ]);
+    clearTimeout(graceTimer);
     if (timedOut) {
-      const ids = [...this.active.keys()];
-      for (const id of ids) this.stopRun(id, 'shutdown');
+      const left = [...this.active.values()];
+      for (const a of left) this.stopRun(a.runId, 'shutdown');
       await all();
-      await this.opts.db.pool
-        .query(
-          `UPDATE runs SET lease_owner = NULL, lease_expires_at = now(), attempts = greatest(0, attempts - 1)
-            WHERE id = ANY ($1::uuid[]) AND lease_owner = $2::text AND status = 'running'`,
-          [ids, this.id],
-        )
-        .catch((err: unknown) => this.opts.logger.warn({ err }, 'could not hand back leases'));
+      await this.handBack(
+        left.map((a) => a.runId),
+        left.map((a) => a.lease),
+      );
     }
     await this.listener?.end().catch(() => undefined);
     this.listener = null;

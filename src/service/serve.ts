@@ -2,13 +2,13 @@ import net from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import { startFileJanitor } from '../files/janitor.js';
 import { buildApp } from '../http/app.js';
 import { resolveMediaBinaries } from '../media/binaries.js';
 import { createStorage } from '../storage/create.js';
 import { createToolRegistry } from '../tools/registry.js';
 import { openDatabase, type OpenedDatabase } from './database.js';
 import { seedDemo } from './seed.js';
+import { startBackgroundWork } from './workers.js';
 
 export interface RunningService {
   app: FastifyInstance;
@@ -42,16 +42,16 @@ async function withConcretePort(config: Config): Promise<Config> {
   return { ...config, port, publicBaseUrl: base.toString().replace(/\/+$/, '') };
 }
 
-/** `toolrun serve`: the API (and, once the Runs issue lands, in-process workers). */
+/** `toolrun serve`: the API with in-process run workers and the expiry janitor. */
 export async function startService(requested: Config, logger: Logger, out: NodeJS.WritableStream = process.stdout): Promise<RunningService> {
   const config = await withConcretePort(requested);
   const database = await openDatabase(config, logger, { poolSize: 20, applicationName: 'toolrun-api' });
   let app: FastifyInstance | null = null;
   try {
     const storage = await createStorage(config, database.db.pool);
-    app = await buildApp({ config, db: database.db, logger, tools: createToolRegistry(), storage, media: resolveMediaBinaries() });
-    const janitor = startFileJanitor(database.db, storage, logger);
-    app.addHook('onClose', () => janitor.stop());
+    const tools = createToolRegistry();
+    const media = resolveMediaBinaries();
+    app = await buildApp({ config, db: database.db, logger, tools, storage, media });
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
@@ -68,12 +68,22 @@ export async function startService(requested: Config, logger: Logger, out: NodeJ
       );
     }
     const started = app;
+    const background = await startBackgroundWork({
+      config,
+      db: database.db,
+      connectionString: database.connectionString,
+      storage,
+      tools,
+      media,
+      logger,
+    });
     return {
       app: started,
       url,
       database,
       async stop() {
-        await started.close();
+        // New requests are refused (503) while running work finishes within the grace period.
+        await Promise.all([background.stop(), started.close()]);
         await database.close();
       },
     };

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Plan } from '../auth/repository.js';
+import type { Queryable } from '../db/pool.js';
 import type { FieldError } from '../http/errors.js';
 import type { MediaBinaries } from '../media/binaries.js';
 
@@ -56,6 +57,8 @@ export interface ToolManifest {
   run?: ToolRunner;
   /** The longest a run may take before it is stopped and failed. */
   timeoutSeconds?: number;
+  /** Runs in the transaction that marks the run succeeded (e.g. saving a brand kit on the team). */
+  onSucceeded?(tx: Queryable, run: { id: string; teamId: string; values: Record<string, unknown> }, outputs: ToolOutput[]): Promise<void>;
 }
 
 /** One input file as a runner sees it: a local copy of its bytes plus what the probe found. */
@@ -81,6 +84,8 @@ export interface RunContext {
   progress(fraction: number): void;
   media: MediaBinaries;
   logger: Logger;
+  /** Rules for outbound requests (the shared module in src/net/outbound.ts). */
+  outbound: { allowPrivate: boolean };
 }
 
 /** A file the runner made in workDir, to become one of the run's outputs. */
@@ -88,6 +93,8 @@ export interface ToolOutput {
   path: string;
   fileName: string;
   mimeType: string;
+  /** The parsed content of a JSON output, for onSucceeded. */
+  data?: unknown;
 }
 
 export type ToolRunner = (ctx: RunContext) => Promise<ToolOutput[]>;

@@ -1,3 +1,4 @@
+import { createBrandKitRunner, saveBrandKitOnSuccess, validateBrandKitInputs } from '../brand-kit/run.js';
 import { image, type ToolManifest } from '../manifest.js';
 
 export const brandKitExtract: ToolManifest = {
@@ -22,4 +23,9 @@ export const brandKitExtract: ToolManifest = {
     min: { values: { url: 'https://example.com' }, media: {}, durationHint: null },
     max: { values: { url: 'https://example.com' }, media: { files: Array.from({ length: 10 }, () => image(2000, 2000)) }, durationHint: null },
   },
+  validate: validateBrandKitInputs,
+  run: createBrandKitRunner(),
+  // Fetching is bounded at 20 s in all; the rest is parsing and small image work.
+  timeoutSeconds: 60,
+  onSucceeded: saveBrandKitOnSuccess,
 };

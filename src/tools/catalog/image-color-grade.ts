@@ -1,3 +1,4 @@
+import { GRADE_MAX_MEGAPIXELS, runGrade, validateGrade } from '../image/grade.js';
 import { image, megapixels, type ToolManifest, type ToolSlot } from '../manifest.js';
 
 const slider = (name: string, minimum: number, maximum: number): ToolSlot => ({
@@ -11,6 +12,8 @@ const slider = (name: string, minimum: number, maximum: number): ToolSlot => ({
 });
 
 export const COLOR_PRESETS = ['natural', 'warm_film', 'cool_matte', 'bw_16mm', 'none'];
+/** A 64 MP image grades in well under a minute; this leaves room on a busy machine. */
+const TIMEOUT_SECONDS = 300;
 
 export const imageColorGrade: ToolManifest = {
   id: 'image_color_grade',
@@ -22,7 +25,7 @@ export const imageColorGrade: ToolManifest = {
   consent: 'none',
   productId: 'image_color_grade',
   inputs: [
-    { name: 'image', kind: 'image', required: true, min: 1, max: 1, constraints: { max_megapixels: 64 } },
+    { name: 'image', kind: 'image', required: true, min: 1, max: 1, constraints: { max_megapixels: GRADE_MAX_MEGAPIXELS } },
     slider('temperature', -100, 100),
     slider('contrast', -100, 100),
     slider('saturation', -100, 100),
@@ -38,4 +41,7 @@ export const imageColorGrade: ToolManifest = {
     min: { values: {}, media: { image: [image(1024, 768)] }, durationHint: null },
     max: { values: {}, media: { image: [image(6000, 4000)] }, durationHint: null },
   },
+  validate: (input) => validateGrade(input.media.image),
+  run: (ctx) => runGrade(ctx, TIMEOUT_SECONDS),
+  timeoutSeconds: TIMEOUT_SECONDS,
 };

@@ -1,7 +1,10 @@
+import { runUpscale, UPSCALE, validateUpscale } from '../image/upscale.js';
 import { image, megapixels, type ToolManifest } from '../manifest.js';
 
-export const MAX_OUTPUT_SIDE = 8192;
-export const MAX_OUTPUT_MEGAPIXELS = 64;
+export const MAX_OUTPUT_SIDE = UPSCALE.maxOutputSide;
+export const MAX_OUTPUT_MEGAPIXELS = UPSCALE.maxOutputMegapixels;
+/** A 16 MP input (the largest allowed) takes a few seconds; this leaves room on a busy machine. */
+const TIMEOUT_SECONDS = 300;
 
 export const imageUpscale: ToolManifest = {
   id: 'image_upscale',
@@ -27,6 +30,10 @@ export const imageUpscale: ToolManifest = {
   price: (input) => 2 + Math.ceil(megapixels(input.media.image?.[0])),
   hintCases: {
     min: { values: {}, media: { image: [image(1024, 768)] }, durationHint: null },
-    max: { values: {}, media: { image: [image(4096, 4096)] }, durationHint: null },
+    max: { values: {}, media: { image: [image(4000, 4000)] }, durationHint: null },
   },
+  // Output at most 8192 px a side and 64 MP, from the probed (oriented) size.
+  validate: (input) => validateUpscale(input.media.image),
+  run: (ctx) => runUpscale(ctx, TIMEOUT_SECONDS),
+  timeoutSeconds: TIMEOUT_SECONDS,
 };

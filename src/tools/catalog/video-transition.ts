@@ -1,6 +1,7 @@
 import { video, type ToolManifest } from '../manifest.js';
+import { runTransition, TRANSITION_STYLES, TRANSITION_TIMEOUT_SECONDS, validateTransition } from '../video/transition.js';
 
-export const TRANSITION_STYLES = ['fade', 'dissolve', 'wipe_left', 'wipe_right'];
+export { TRANSITION_STYLES };
 
 export const videoTransition: ToolManifest = {
   id: 'video_transition',
@@ -35,4 +36,7 @@ export const videoTransition: ToolManifest = {
     min: { values: {}, media: { clips: [video(1280, 720, 5), video(1280, 720, 5)] }, durationHint: null },
     max: { values: {}, media: { clips: Array.from({ length: 10 }, () => video(1920, 1080, 60)) }, durationHint: null },
   },
+  validate: validateTransition,
+  run: (ctx) => runTransition(ctx),
+  timeoutSeconds: TRANSITION_TIMEOUT_SECONDS,
 };

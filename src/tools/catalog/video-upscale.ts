@@ -1,4 +1,5 @@
 import { stringValue, video, type ToolManifest } from '../manifest.js';
+import { runUpscale, UPSCALE_TIMEOUT_SECONDS, validateUpscale } from '../video/upscale.js';
 
 export const VIDEO_TARGETS = ['1080p', '4k'];
 
@@ -26,4 +27,7 @@ export const videoUpscale: ToolManifest = {
     min: { values: { target: '1080p' }, media: { video: [video(1280, 720, 10)] }, durationHint: null },
     max: { values: { target: '4k' }, media: { video: [video(1920, 1080, 300)] }, durationHint: null },
   },
+  validate: validateUpscale,
+  run: (ctx) => runUpscale(ctx),
+  timeoutSeconds: UPSCALE_TIMEOUT_SECONDS,
 };

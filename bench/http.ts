@@ -1,0 +1,248 @@
+/**
+ * `npm run bench:http`: throughput of the authenticated GET /v1/me against a bare Fastify route
+ * answering the same JSON, and the API server's idle RSS (issue 2, "Benchmarks"). Not a test.
+ *
+ * Both servers run as child processes (bench/server.ts); autocannon runs here. Targets are
+ * interleaved round by round and medians are reported, because the machine is small and noisy.
+ *
+ * Environment: DATABASE_URL (else an embedded PostgreSQL in a temp dir), BENCH_DURATION (s, 10),
+ * BENCH_WARMUP (s, 3), BENCH_ROUNDS (3), BENCH_CONNECTIONS (50), BENCH_PIPELINING (1),
+ * BENCH_LOG_LEVEL (the API's LOG_LEVEL, warn), BENCH_PROBE=0 to skip the SQL-only diagnostic.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { createLogger } from '../src/logger.js';
+import { startServerChild, type ServerChild } from './lib/children.js';
+import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
+import { probeAuthQuery, type ProbeResult } from './lib/pg-probe.js';
+
+const RATIO_TARGET = 0.5;
+const RSS_TARGET_MB = 150;
+const RESULTS_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'results', 'http.json');
+
+function envInt(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (!raw) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number, got "${raw}"`);
+  return n;
+}
+
+const settings = {
+  durationS: envInt('BENCH_DURATION', 10),
+  warmupS: envInt('BENCH_WARMUP', 3),
+  rounds: Math.max(1, envInt('BENCH_ROUNDS', 3)),
+  connections: envInt('BENCH_CONNECTIONS', 50),
+  pipelining: Math.max(1, envInt('BENCH_PIPELINING', 1)),
+  apiLogLevel: process.env.BENCH_LOG_LEVEL || 'warn',
+  settleS: 5,
+};
+
+interface Target {
+  id: 'bare' | 'healthz' | 'me';
+  label: string;
+  url: string;
+  headers: Record<string, string>;
+}
+
+interface Run {
+  reqPerSec: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+};
+/** MiB (2^20 bytes), as top and ps count; the report also shows decimal MB. */
+const mb = (bytes: number) => bytes / (1024 * 1024);
+
+async function measure(target: Target, durationS: number): Promise<Run> {
+  const r = await autocannon({
+    url: target.url,
+    headers: target.headers,
+    connections: settings.connections,
+    pipelining: settings.pipelining,
+    duration: durationS,
+  });
+  return { reqPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
+}
+
+/** Samples RSS once a second for a few seconds after load stops; reports the last sample. */
+async function idleRss(child: ServerChild): Promise<number> {
+  let last = 0;
+  for (let i = 0; i < settings.settleS; i++) {
+    await sleep(1000);
+    last = await child.rss();
+  }
+  return last;
+}
+
+async function fetchJson(url: string, headers: Record<string, string>): Promise<string> {
+  const res = await fetch(url, { headers });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`GET ${url} answered ${res.status}: ${text}`);
+  return text;
+}
+
+async function main(): Promise<void> {
+  const logger = createLogger('warn');
+  const children: ServerChild[] = [];
+  let database: BenchDatabase | null = null;
+  let cleaning: Promise<void> | null = null;
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      for (const c of children) await c.stop().catch(() => undefined);
+      await database?.teardown();
+    })());
+  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+
+  try {
+    process.stdout.write('setting up the database and the two servers...\n');
+    database = await setupBenchDatabase(logger);
+    const auth = { authorization: `Bearer ${database.key}` };
+    const api = await startServerChild('api', 'api', {
+      ...process.env,
+      DATABASE_URL: database.url,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: settings.apiLogLevel,
+      TOOLRUN_ENV: 'development',
+      TOOLRUN_DEMO_SEED: '0',
+      TOOLRUN_DATA_DIR: path.join(os.tmpdir(), 'toolrun-bench-unused'),
+    });
+    children.push(api);
+    const meBody = await fetchJson(`${api.url}/v1/me`, auth);
+    const bare = await startServerChild('bare', 'bare', { ...process.env, BENCH_BODY: meBody });
+    children.push(bare);
+    if ((await fetchJson(`${bare.url}/v1/me`, auth)) !== meBody) throw new Error('the bare route does not answer the same JSON');
+
+    // Same request bytes for every target: the bare server and /healthz ignore the header.
+    const targets: Target[] = [
+      { id: 'bare', label: 'bare Fastify GET /v1/me', url: `${bare.url}/v1/me`, headers: auth },
+      { id: 'healthz', label: 'API GET /healthz (no key, diag)', url: `${api.url}/healthz`, headers: auth },
+      { id: 'me', label: 'API GET /v1/me (key)', url: `${api.url}/v1/me`, headers: auth },
+    ];
+    process.stdout.write(
+      `database: ${database.server}\nrate limit: ${database.rateLimitNote}\n` +
+        `API LOG_LEVEL=${settings.apiLogLevel}; ${settings.connections} connections, pipelining ${settings.pipelining}, ` +
+        `${settings.warmupS} s warm-up, ${settings.rounds} rounds of ${settings.durationS} s per target\n`,
+    );
+
+    for (const t of targets) {
+      if (t.id === 'me') await database.refill();
+      await measure(t, settings.warmupS);
+    }
+    const rssAfterWarmup = { api: await idleRss(api), bare: await bare.rss() };
+
+    const runs = new Map<Target['id'], Run[]>(targets.map((t) => [t.id, []]));
+    for (let round = 1; round <= settings.rounds; round++) {
+      for (const t of targets) {
+        if (t.id === 'me') await database.refill();
+        const run = await measure(t, settings.durationS);
+        runs.get(t.id)?.push(run);
+        process.stdout.write(
+          `  round ${round} ${t.label.padEnd(32)} ${run.reqPerSec.toFixed(0).padStart(7)} req/s` +
+            `${run.non2xx || run.errors ? `  (${run.non2xx} non-2xx, ${run.errors} errors)` : ''}\n`,
+        );
+      }
+    }
+    const rssAfterLoad = { api: await idleRss(api), bare: await bare.rss() };
+    const apiHeapUsed = await api.heapUsed();
+
+    let probe: ProbeResult | null = null;
+    if (process.env.BENCH_PROBE !== '0') {
+      await database.refill();
+      probe = await probeAuthQuery(database.url, database.key, logger, {
+        seconds: Math.min(5, settings.durationS),
+        concurrency: settings.connections,
+        poolSize: 20,
+      });
+    }
+    await cleanup();
+
+    const summary = targets.map((t) => {
+      const rs = runs.get(t.id) ?? [];
+      return {
+        id: t.id,
+        label: t.label,
+        reqPerSec: median(rs.map((r) => r.reqPerSec)),
+        p50Ms: median(rs.map((r) => r.p50)),
+        p99Ms: median(rs.map((r) => r.p99)),
+        failures: rs.reduce((n, r) => n + r.non2xx + r.errors, 0),
+        runs: rs,
+      };
+    });
+    const get = (id: Target['id']) => summary.find((s) => s.id === id);
+    const bareRps = get('bare')?.reqPerSec ?? 0;
+    const meRps = get('me')?.reqPerSec ?? 0;
+    const ratio = bareRps ? meRps / bareRps : 0;
+    const clean = summary.every((s) => s.failures === 0);
+    const ratioPass = clean && ratio >= RATIO_TARGET;
+    const idleRssMb = mb(Math.max(rssAfterWarmup.api, rssAfterLoad.api));
+    const rssPass = idleRssMb < RSS_TARGET_MB;
+
+    const lines = [
+      '',
+      `${'target'.padEnd(34)}${'req/s'.padStart(10)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}  runs (req/s)`,
+      ...summary.map(
+        (s) =>
+          `${s.label.padEnd(34)}${s.reqPerSec.toFixed(0).padStart(10)}${s.p50Ms.toFixed(1).padStart(9)}${s.p99Ms.toFixed(1).padStart(9)}  ` +
+          `${s.runs.map((r) => r.reqPerSec.toFixed(0)).join(' / ')}${s.failures ? `  ${s.failures} FAILED REQUESTS` : ''}`,
+      ),
+      '',
+      `ratio /v1/me vs bare: ${ratio.toFixed(3)} (target >= ${RATIO_TARGET.toFixed(2)})  ${ratioPass ? 'PASS' : 'FAIL'}` +
+        `${clean ? '' : ' (some requests failed, so the numbers are not valid)'}`,
+      `API idle RSS: ${idleRssMb.toFixed(1)} MiB (target < ${RSS_TARGET_MB} MiB)  ${rssPass ? 'PASS' : 'FAIL'}` +
+        `  [= ${((idleRssMb * 1048576) / 1e6).toFixed(1)} MB decimal; after warm-up ${mb(rssAfterWarmup.api).toFixed(1)} MiB,` +
+        ` after load ${mb(rssAfterLoad.api).toFixed(1)} MiB, V8 heap used ${mb(apiHeapUsed).toFixed(1)} MiB;` +
+        ` bare server ${mb(rssAfterLoad.bare).toFixed(1)} MiB; PostgreSQL not counted]`,
+      ...(probe
+        ? [`diag: auth+bucket SQL alone, ${settings.connections} loops over a 20-connection pool: ` +
+            `${probe.queriesPerSecond.toFixed(0)} queries/s, mean ${probe.meanMs.toFixed(2)} ms`]
+        : []),
+      '',
+    ];
+    process.stdout.write(lines.join('\n') + '\n');
+
+    fs.mkdirSync(path.dirname(RESULTS_FILE), { recursive: true });
+    const report = {
+      benchmark: 'http',
+      at: new Date().toISOString(),
+      machine: { node: process.version, cpus: os.availableParallelism(), platform: `${os.platform()}-${os.arch()}` },
+      settings,
+      database: { server: database.server, rate_limit: database.rateLimitNote },
+      targets: summary,
+      ratio: { value: ratio, target: RATIO_TARGET, pass: ratioPass },
+      idle_rss_mib: {
+        value: idleRssMb,
+        target: RSS_TARGET_MB,
+        pass: rssPass,
+        api_after_warmup: mb(rssAfterWarmup.api),
+        api_after_load: mb(rssAfterLoad.api),
+        bare_after_load: mb(rssAfterLoad.bare),
+        api_heap_used: mb(apiHeapUsed),
+        unit: 'MiB',
+      },
+      auth_sql_probe: probe,
+    };
+    fs.writeFileSync(RESULTS_FILE, JSON.stringify(report, null, 2) + '\n');
+    process.stdout.write(`results written to ${path.relative(process.cwd(), RESULTS_FILE)}\n`);
+    if (!ratioPass || !rssPass) process.exitCode = 1;
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench:http failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

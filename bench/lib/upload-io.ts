@@ -1,0 +1,189 @@
+/**
+ * Helpers for bench/upload.ts: the synthetic file (one random part buffer reused, with a small
+ * header per part so no two parts are equal), the part PUT client, the plain-stream baseline, an
+ * RSS sampler reading /proc, and two diagnostics (MD5 alone, stream concatenation alone).
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import os from 'node:os';
+import { once } from 'node:events';
+import { pipeline } from 'node:stream/promises';
+
+export const HEADER_BYTES = 32;
+
+/** A file of `totalBytes` in parts of `partBytes`, built from one random buffer without holding it whole. */
+export class SyntheticFile {
+  private readonly shared: Buffer;
+  readonly partCount: number;
+
+  constructor(
+    readonly totalBytes: number,
+    readonly partBytes: number,
+  ) {
+    if (partBytes <= HEADER_BYTES) throw new Error('part size too small');
+    this.shared = randomBytes(partBytes);
+    this.partCount = Math.ceil(totalBytes / partBytes);
+  }
+
+  /** Part `n` (1-based) as chunks to write in order: a distinct header, then the shared random tail. */
+  part(n: number, round: number): Buffer[] {
+    const size = Math.min(this.partBytes, this.totalBytes - (n - 1) * this.partBytes);
+    const header = Buffer.alloc(Math.min(HEADER_BYTES, size), 0x20);
+    header.write(`\u0000bench r${round} part ${n}\u0000`, 'latin1');
+    return size > HEADER_BYTES ? [header, this.shared.subarray(HEADER_BYTES, size)] : [header];
+  }
+}
+
+const byteLength = (chunks: Buffer[]) => chunks.reduce((n, c) => n + c.length, 0);
+
+/** PUTs one part (Content-Length set, body written from the given buffers) and returns its ETag. */
+export function putPart(url: string, chunks: Buffer[], agent: http.Agent): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        method: 'PUT',
+        agent,
+        headers: { 'content-type': 'application/octet-stream', 'content-length': String(byteLength(chunks)) },
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (body += d));
+        res.on('error', reject);
+        res.on('end', () => {
+          const etag = res.headers.etag;
+          if (res.statusCode !== 200 || !etag) reject(new Error(`PUT part answered ${res.statusCode ?? '?'}: ${body}`));
+          else resolve(etag);
+        });
+      },
+    );
+    req.on('error', reject);
+    for (const c of chunks) req.write(c);
+    req.end();
+  });
+}
+
+/** Runs `worker(i)` for i in 0..count-1 with at most `limit` in flight. */
+export async function inFlight<T>(count: number, limit: number, worker: (i: number) => Promise<T>): Promise<T[]> {
+  const results: T[] = new Array<T>(count);
+  let next = 0;
+  const lane = async () => {
+    while (next < count) {
+      const i = next++;
+      results[i] = await worker(i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, count) }, lane));
+  return results;
+}
+
+/** The baseline: the same part buffers, in order, through one fs.createWriteStream. Seconds, to 'close'. */
+export async function plainWrite(file: string, data: SyntheticFile, round: number): Promise<number> {
+  const t0 = performance.now();
+  const ws = createWriteStream(file);
+  for (let n = 1; n <= data.partCount; n++) {
+    for (const c of data.part(n, round)) {
+      if (!ws.write(c)) await once(ws, 'drain');
+    }
+  }
+  ws.end();
+  await once(ws, 'close');
+  return (performance.now() - t0) / 1000;
+}
+
+/** Flushes dirty pages so that every timed phase starts with the same writeback state. */
+export function syncDisks(): void {
+  execFileSync('sync');
+}
+
+export function procRssBytes(pid: number): number | null {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m?.[1] ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface RssTrace {
+  before: number;
+  peak: number;
+  samples: number;
+}
+
+/** Samples a process's RSS every `everyMs` until stopped; `before` is the sample at start. */
+export function sampleRss(pid: number, everyMs: number): { stop(): RssTrace } {
+  const before = procRssBytes(pid) ?? 0;
+  let peak = before;
+  let samples = 1;
+  const timer = setInterval(() => {
+    const v = procRssBytes(pid);
+    if (v === null) return;
+    samples++;
+    if (v > peak) peak = v;
+  }, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      const v = procRssBytes(pid);
+      if (v !== null && v > peak) peak = v;
+      return { before, peak, samples: samples + 1 };
+    },
+  };
+}
+
+/** Diagnostic: MD5 over the same bytes in 64 KiB slices (as socket chunks arrive), no I/O. Seconds. */
+export function md5Only(data: SyntheticFile, round: number): number {
+  const t0 = performance.now();
+  for (let n = 1; n <= data.partCount; n++) {
+    const md5 = createHash('md5');
+    for (const c of data.part(n, round)) {
+      for (let o = 0; o < c.length; o += 65536) md5.update(c.subarray(o, o + 65536));
+    }
+    md5.digest();
+  }
+  return (performance.now() - t0) / 1000;
+}
+
+/** Diagnostic: a file copied as completion assembles parts, default-sized stream chunks. Seconds. */
+export async function streamCopy(from: string, to: string): Promise<number> {
+  const t0 = performance.now();
+  await pipeline(createReadStream(from), createWriteStream(to));
+  return (performance.now() - t0) / 1000;
+}
+
+/** Diagnostic: the same copy through FileHandle read/write with one reused 8 MiB buffer. Seconds. */
+export async function bufferedCopy(from: string, to: string): Promise<number> {
+  const t0 = performance.now();
+  const src = await fs.open(from, 'r');
+  const dst = await fs.open(to, 'w');
+  try {
+    const buf = Buffer.allocUnsafe(8 * 1024 * 1024);
+    for (let pos = 0; ; ) {
+      const { bytesRead } = await src.read(buf, 0, buf.length, pos);
+      if (!bytesRead) break;
+      await dst.write(buf, 0, bytesRead, pos);
+      pos += bytesRead;
+    }
+  } finally {
+    await src.close();
+    await dst.close();
+  }
+  return (performance.now() - t0) / 1000;
+}
+
+/** How busy the machine is: 1-minute load average and CPU pressure (% of the last 10 s some task waited). */
+export function machineLoad(): { load1: number; cpuPressure10s: number | null } {
+  let cpuPressure10s: number | null = null;
+  try {
+    const m = /^some avg10=([\d.]+)/m.exec(readFileSync('/proc/pressure/cpu', 'utf8'));
+    if (m?.[1]) cpuPressure10s = Number(m[1]);
+  } catch {
+    // no PSI on this kernel
+  }
+  return { load1: os.loadavg()[0] ?? 0, cpuPressure10s };
+}

@@ -1,0 +1,300 @@
+/**
+ * `npm run bench:upload`: a 1 GiB file in 8 MiB parts, 4 parts in flight, through the local storage
+ * backend, against writing the same bytes to a file in the same directory with a plain stream
+ * (issue 3, "Benchmarks"). Not a test.
+ *
+ * The API runs as a child process (bench/server.ts via bench/lib/children.ts, i.e. the real
+ * startService) so its RSS is read alone from /proc every 100 ms during each upload. Upload time
+ * runs from the first part PUT to the complete response (the PUT phase and complete, which
+ * assembles the parts and probes the result, are also reported apart). An untimed warm-up round
+ * comes first (a VM's first touch of page-cache memory is several times slower); rounds then
+ * alternate which side goes first; `sync` runs before every phase; medians are reported. The RSS
+ * target is checked against every upload, the warm-up one (a cold server) included.
+ *
+ * Environment: DATABASE_URL (else an embedded PostgreSQL in a temp dir), BENCH_ROUNDS (3),
+ * BENCH_WARMUP (1), BENCH_FILE_MIB (1024), BENCH_PART_MIB (8), BENCH_IN_FLIGHT (4),
+ * BENCH_LOG_LEVEL (warn).
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createLogger } from '../src/logger.js';
+import { startServerChild, type ServerChild } from './lib/children.js';
+import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
+import { bufferedCopy, inFlight, machineLoad, md5Only, plainWrite, putPart, sampleRss, streamCopy, syncDisks, SyntheticFile } from './lib/upload-io.js';
+
+const RATIO_TARGET = 0.5;
+const RSS_GROWTH_TARGET_MB = 100;
+const MIB = 1024 * 1024;
+const RESULTS_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'results', 'upload.json');
+
+function envInt(name: string, fallback: number, min: number): number {
+  const raw = process.env[name];
+  if (!raw) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be a whole number >= ${min}, got "${raw}"`);
+  return n;
+}
+
+const settings = {
+  rounds: envInt('BENCH_ROUNDS', 3, 1),
+  warmup: envInt('BENCH_WARMUP', 1, 0),
+  fileBytes: envInt('BENCH_FILE_MIB', 1024, 1) * MIB,
+  partBytes: envInt('BENCH_PART_MIB', 8, 1) * MIB,
+  inFlight: envInt('BENCH_IN_FLIGHT', 4, 1),
+  rssEveryMs: 100,
+  apiLogLevel: process.env.BENCH_LOG_LEVEL || 'warn',
+};
+
+/** Decimal megabytes, as the targets are written; JSON carries bytes too. */
+const mb = (bytes: number) => bytes / 1e6;
+const mbps = (bytes: number, s: number) => (s > 0 ? mb(bytes) / s : 0);
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+};
+
+interface UploadRun {
+  round: number;
+  putS: number;
+  completeS: number;
+  totalS: number;
+  status: string;
+  rssBeforeBytes: number;
+  rssPeakBytes: number;
+  rssGrowthBytes: number;
+  rssSamples: number;
+}
+
+async function api<T>(url: string, key: string, body: unknown, expect: number): Promise<T> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (res.status !== expect) throw new Error(`POST ${url} answered ${res.status}: ${text}`);
+  return JSON.parse(text) as T;
+}
+
+interface UploadUrlResponse {
+  file_id: string;
+  upload_id: string;
+  part_size_bytes: number;
+  parts: { part_number: number; url: string }[];
+}
+
+async function uploadOnce(child: ServerChild, key: string, data: SyntheticFile, round: number): Promise<UploadRun> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: settings.inFlight });
+  const rss = sampleRss(child.pid, settings.rssEveryMs);
+  try {
+    const up = await api<UploadUrlResponse>(
+      `${child.url}/v1/files/upload-url`,
+      key,
+      { file_name: `bench-${round}.bin`, mime_type: 'application/octet-stream', size_bytes: data.totalBytes },
+      201,
+    );
+    if (up.part_size_bytes !== data.partBytes || up.parts.length !== data.partCount) {
+      throw new Error(`the API chose ${up.parts.length} parts of ${up.part_size_bytes} bytes; expected ${data.partCount} of ${data.partBytes}`);
+    }
+    const t0 = performance.now();
+    const etags = await inFlight(up.parts.length, settings.inFlight, (i) => {
+      const part = up.parts[i];
+      if (!part) throw new Error(`no part ${i + 1}`);
+      return putPart(part.url, data.part(part.part_number, round), agent);
+    });
+    const t1 = performance.now();
+    const done = await api<{ status: string }>(
+      `${child.url}/v1/files/${up.file_id}/complete`,
+      key,
+      { upload_id: up.upload_id, parts: up.parts.map((p, i) => ({ part_number: p.part_number, etag: etags[i] })) },
+      200,
+    );
+    const t2 = performance.now();
+    const trace = rss.stop();
+    return {
+      round,
+      putS: (t1 - t0) / 1000,
+      completeS: (t2 - t1) / 1000,
+      totalS: (t2 - t0) / 1000,
+      status: done.status,
+      rssBeforeBytes: trace.before,
+      rssPeakBytes: trace.peak,
+      rssGrowthBytes: trace.peak - trace.before,
+      rssSamples: trace.samples,
+    };
+  } finally {
+    rss.stop();
+    agent.destroy();
+  }
+}
+
+async function main(): Promise<void> {
+  const logger = createLogger('warn');
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-bench-upload-'));
+  fs.chmodSync(dataDir, 0o755);
+  const storageRoot = path.join(dataDir, 'storage');
+  let child: ServerChild | null = null;
+  let database: BenchDatabase | null = null;
+  let cleaning: Promise<void> | null = null;
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      await child?.stop().catch(() => undefined);
+      await database?.teardown().catch(() => undefined);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    })());
+  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+
+  try {
+    process.stdout.write('setting up the database and the API server...\n');
+    database = await setupBenchDatabase(logger);
+    child = await startServerChild('api', 'api', {
+      ...process.env,
+      DATABASE_URL: database.url,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: settings.apiLogLevel,
+      TOOLRUN_ENV: 'development',
+      TOOLRUN_DEMO_SEED: '0',
+      TOOLRUN_DATA_DIR: dataDir,
+      TOOLRUN_STORAGE: 'local',
+      TOOLRUN_PART_SIZE_BYTES: String(settings.partBytes),
+    });
+    fs.mkdirSync(storageRoot, { recursive: true });
+    const data = new SyntheticFile(settings.fileBytes, settings.partBytes);
+    const plainFile = path.join(storageRoot, 'plain-baseline.bin');
+    const clearOutputs = () => {
+      fs.rmSync(plainFile, { force: true });
+      fs.rmSync(path.join(storageRoot, 'objects'), { recursive: true, force: true });
+    };
+    process.stdout.write(
+      `database: ${database.server}; storage: local under ${storageRoot}\n` +
+        `${mb(settings.fileBytes).toFixed(0)} MB (${settings.fileBytes / MIB} MiB) in ${data.partCount} parts of ` +
+        `${settings.partBytes / MIB} MiB, ${settings.inFlight} in flight; ${settings.rounds} round(s), alternating order\n`,
+    );
+
+    const plainRuns: { round: number; seconds: number }[] = [];
+    const uploadRuns: UploadRun[] = [];
+    const warmupRuns: UploadRun[] = [];
+    const loadBefore = machineLoad();
+    for (let round = 1 - settings.warmup; round <= settings.rounds; round++) {
+      const order = round % 2 === 1 ? ['plain', 'upload'] : ['upload', 'plain'];
+      const label = round < 1 ? 'warm-up' : `round ${round}`;
+      for (const side of order) {
+        clearOutputs();
+        syncDisks();
+        if (side === 'plain') {
+          const seconds = await plainWrite(plainFile, data, round);
+          if (round >= 1) plainRuns.push({ round, seconds });
+          process.stdout.write(`  ${label.padEnd(8)} plain write ${mbps(data.totalBytes, seconds).toFixed(0).padStart(6)} MB/s  ${seconds.toFixed(2)} s\n`);
+        } else {
+          const run = await uploadOnce(child, database.key, data, round);
+          (round >= 1 ? uploadRuns : warmupRuns).push(run);
+          process.stdout.write(
+            `  ${label.padEnd(8)} upload      ${mbps(data.totalBytes, run.totalS).toFixed(0).padStart(6)} MB/s  ${run.totalS.toFixed(2)} s` +
+              ` (PUTs ${run.putS.toFixed(2)} s, complete ${run.completeS.toFixed(2)} s, status ${run.status}),` +
+              ` RSS +${mb(run.rssGrowthBytes).toFixed(1)} MB\n`,
+          );
+        }
+      }
+    }
+
+    // Diagnostics: the two costs the upload path adds over a plain write, each measured alone.
+    clearOutputs();
+    const md5S = md5Only(data, 0);
+    await plainWrite(plainFile, data, 0);
+    syncDisks();
+    const copyS = await streamCopy(plainFile, `${plainFile}.copy`);
+    fs.rmSync(`${plainFile}.copy`, { force: true });
+    syncDisks();
+    const bufCopyS = await bufferedCopy(plainFile, `${plainFile}.copy`);
+    fs.rmSync(`${plainFile}.copy`, { force: true });
+    clearOutputs();
+    const loadAfter = machineLoad();
+    const idleAfterBytes = await child.rss();
+    await cleanup();
+
+    const bytes = data.totalBytes;
+    const plainS = median(plainRuns.map((r) => r.seconds));
+    const totalS = median(uploadRuns.map((r) => r.totalS));
+    const putS = median(uploadRuns.map((r) => r.putS));
+    const completeS = median(uploadRuns.map((r) => r.completeS));
+    const ratio = mbps(bytes, totalS) / mbps(bytes, plainS);
+    const putRatio = mbps(bytes, putS) / mbps(bytes, plainS);
+    const worst = [...warmupRuns, ...uploadRuns].reduce((a, b) => (b.rssGrowthBytes > a.rssGrowthBytes ? b : a));
+    const ratioPass = ratio >= RATIO_TARGET;
+    const rssPass = mb(worst.rssGrowthBytes) < RSS_GROWTH_TARGET_MB;
+    const row = (name: string, s: number, note = '') =>
+      `${name.padEnd(40)}${mbps(bytes, s).toFixed(0).padStart(8)}${s.toFixed(2).padStart(10)}${note ? `  ${note}` : ''}`;
+    const lines = [
+      '',
+      `${'name'.padEnd(40)}${'MB/s'.padStart(8)}${'seconds'.padStart(10)}  (medians of ${settings.rounds})`,
+      row('plain fs.createWriteStream', plainS, plainRuns.map((r) => r.seconds.toFixed(2)).join(' / ')),
+      row('upload: first PUT -> complete response', totalS, uploadRuns.map((r) => r.totalS.toFixed(2)).join(' / ')),
+      row('  PUT phase (4 in flight)', putS, uploadRuns.map((r) => r.putS.toFixed(2)).join(' / ')),
+      row('  complete (assemble + probe)', completeS, `status ${[...new Set(uploadRuns.map((r) => r.status))].join(', ')}`),
+      row('diag: MD5 alone, 64 KiB updates', md5S),
+      row('diag: file copy, createReadStream pipe', copyS),
+      row('diag: file copy, 8 MiB FileHandle r/w', bufCopyS),
+      '',
+      `ratio upload/plain: ${ratio.toFixed(3)} (target >= ${RATIO_TARGET.toFixed(2)})  ${ratioPass ? 'PASS' : 'FAIL'}` +
+        `  [PUT phase alone ${putRatio.toFixed(3)}]`,
+      `server RSS growth during upload: ${mb(worst.rssGrowthBytes).toFixed(1)} MB (target < ${RSS_GROWTH_TARGET_MB} MB)  ` +
+        `${rssPass ? 'PASS' : 'FAIL'}  [worst round ${worst.round}: ${mb(worst.rssBeforeBytes).toFixed(1)} MB before, ` +
+        `peak ${mb(worst.rssPeakBytes).toFixed(1)} MB, ${worst.rssSamples} samples; idle after all rounds ${mb(idleAfterBytes).toFixed(1)} MB]`,
+      `machine: load ${loadBefore.load1.toFixed(2)} -> ${loadAfter.load1.toFixed(2)}, CPU pressure ${loadBefore.cpuPressure10s ?? '?'}% -> ` +
+        `${loadAfter.cpuPressure10s ?? '?'}% on ${os.availableParallelism()} CPUs (client, API server and PostgreSQL share them)`,
+      '',
+    ];
+    process.stdout.write(lines.join('\n') + '\n');
+
+    fs.mkdirSync(path.dirname(RESULTS_FILE), { recursive: true });
+    const report = {
+      benchmark: 'upload',
+      at: new Date().toISOString(),
+      machine: { node: process.version, cpus: os.availableParallelism(), platform: `${os.platform()}-${os.arch()}`, memory_bytes: os.totalmem() },
+      settings,
+      database: database.server,
+      machine_load: { before: loadBefore, after: loadAfter },
+      units: { throughput: 'MB/s (10^6 bytes)', rss: 'MB (10^6 bytes)' },
+      plain: { median_s: plainS, mb_per_s: mbps(bytes, plainS), runs: plainRuns },
+      upload: {
+        median_total_s: totalS,
+        mb_per_s: mbps(bytes, totalS),
+        median_put_s: putS,
+        put_mb_per_s: mbps(bytes, putS),
+        median_complete_s: completeS,
+        runs: uploadRuns,
+      },
+      diagnostics: {
+        md5_only_s: md5S,
+        md5_mb_per_s: mbps(bytes, md5S),
+        stream_copy_s: copyS,
+        stream_copy_mb_per_s: mbps(bytes, copyS),
+        buffered_copy_s: bufCopyS,
+        buffered_copy_mb_per_s: mbps(bytes, bufCopyS),
+      },
+      ratio: { value: ratio, put_phase_only: putRatio, target: RATIO_TARGET, pass: ratioPass },
+      rss_growth_mb: {
+        value: mb(worst.rssGrowthBytes),
+        target: RSS_GROWTH_TARGET_MB,
+        pass: rssPass,
+        per_round: [...warmupRuns, ...uploadRuns].map((r) => ({ round: r.round, before: mb(r.rssBeforeBytes), peak: mb(r.rssPeakBytes), growth: mb(r.rssGrowthBytes) })),
+        idle_after_all: mb(idleAfterBytes),
+      },
+    };
+    fs.writeFileSync(RESULTS_FILE, JSON.stringify(report, null, 2) + '\n');
+    process.stdout.write(`results written to ${path.relative(process.cwd(), RESULTS_FILE)}\n`);
+    if (!ratioPass || !rssPass) process.exitCode = 1;
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench:upload failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,244 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { ToolError } from '../tools/manifest.js';
+import type { MediaBinaries } from './binaries.js';
+
+/**
+ * Running ffmpeg and ffprobe for tools: one child process per job, never a shell; local files
+ * only (`-protocol_whitelist file`, and a demuxer whitelist so a crafted playlist cannot pull in
+ * other files); a bounded thread count; `-progress` parsed into a fraction; killed with SIGKILL
+ * the moment the run's signal fires or the hard time limit passes; output size capped with `-fs`
+ * and checked afterwards; stderr turned into one short message without the server's paths.
+ */
+
+/** Demuxers for the containers an upload can be sniffed as (no playlists, concat lists or images). */
+export const INPUT_FORMATS = 'mov,mp4,matroska,webm,avi,mpegts,flv,mpeg,ogg,asf,mxf';
+export const DEFAULT_THREADS = 2;
+const MAX_THREADS = 16;
+const STDERR_KEEP = 64 * 1024;
+
+/** An input file and how messages should name it ("clip 2"): its path is never shown. */
+export interface NamedInput {
+  path: string;
+  label: string;
+}
+
+export interface SpawnLimits {
+  signal: AbortSignal;
+  /** Killed and failed after this long. */
+  timeLimitMs: number;
+}
+
+interface Finished {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The error a stopped job rejects with; the engine reports the stop reason itself. */
+export function abortError(): Error {
+  const err = new Error('ffmpeg was stopped: the run was aborted');
+  err.name = 'AbortError';
+  return err;
+}
+
+/**
+ * Spawns a binary and collects its output; stdout lines go to onLine as they come (and are not
+ * kept when onLine is given). Resolves only after the process has exited and been reaped.
+ */
+export function spawnBounded(cmd: string, args: string[], limits: SpawnLimits, onLine?: (line: string) => void): Promise<Finished> {
+  return new Promise((resolve, reject) => {
+    if (limits.signal.aborted) {
+      reject(abortError());
+      return;
+    }
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let partial = '';
+    let stop: Error | null = null;
+    const kill = (why: Error) => {
+      if (stop) return;
+      stop = why;
+      // SIGKILL at once: a cancel must free the CPU now, and a half-written output is discarded anyway.
+      child.kill('SIGKILL');
+    };
+    const onAbort = () => kill(abortError());
+    limits.signal.addEventListener('abort', onAbort, { once: true });
+    const timer = setTimeout(
+      () => kill(new ToolError(`The video processing took longer than its ${Number((limits.timeLimitMs / 1000).toFixed(1))} s limit and was stopped.`)),
+      limits.timeLimitMs,
+    );
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      if (!onLine) {
+        stdout += chunk;
+        return;
+      }
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) onLine(line.trim());
+    });
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => {
+      stderr = (stderr + chunk).slice(-STDERR_KEEP);
+    });
+    const settle = (err: Error | null, code: number | null) => {
+      clearTimeout(timer);
+      limits.signal.removeEventListener('abort', onAbort);
+      if (stop) reject(stop);
+      else if (err) reject(new ToolError('The video tools are not available on this server (ffmpeg could not be started).'));
+      else resolve({ code, stdout, stderr });
+    };
+    child.once('error', (err) => settle(err, null));
+    child.once('close', (code) => settle(null, code));
+  });
+}
+
+/** The last line of stderr that says something, with every path replaced by its label. */
+export function ffmpegErrorLine(stderr: string, inputs: NamedInput[], output?: string): string {
+  const noise = /^(Conversion failed!|Exiting normally|Error while processing the decoded data|Finishing stream|\s*$)/;
+  const lines = stderr.split(/\r?\n/).filter((l) => !noise.test(l));
+  let line = lines.length ? lines[lines.length - 1]! : 'ffmpeg failed without a message';
+  for (const input of inputs) line = line.split(input.path).join(input.label);
+  if (output) line = line.split(output).join('the output');
+  return line
+    .replace(/\[[\w,]+ @ 0x[0-9a-f]+\]\s*/g, '')
+    .replace(/(?:\/[\w.@%+=-]+)+\/?/g, '<file>')
+    .trim()
+    .slice(0, 300);
+}
+
+export function boundedThreads(threads: number | undefined): number {
+  const t = Math.floor(threads ?? DEFAULT_THREADS);
+  return Number.isFinite(t) ? Math.min(MAX_THREADS, Math.max(1, t)) : DEFAULT_THREADS;
+}
+
+/** "HH:MM:SS.micro" from -progress, in seconds; null for the negative or N/A values of the start. */
+export function progressSeconds(value: string): number | null {
+  const m = /^(\d+):(\d{2}):(\d{2}(?:\.\d+)?)$/.exec(value);
+  return m ? Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]) : null;
+}
+
+export interface FfmpegJob {
+  bins: MediaBinaries;
+  inputs: NamedInput[];
+  /** Everything between the inputs and the output: filter graph, maps, codecs. */
+  args: string[];
+  output: string;
+  /** The output's expected length, for the progress fraction. */
+  expectedSeconds: number;
+  signal: AbortSignal;
+  timeLimitMs: number;
+  maxOutputBytes: number;
+  threads?: number;
+  onProgress?: (fraction: number) => void;
+}
+
+/** Runs one ffmpeg job to a finished output file, or rejects (ToolError for the run's `error`). */
+export async function runFfmpeg(job: FfmpegJob): Promise<void> {
+  const threads = String(boundedThreads(job.threads));
+  const args = ['-hide_banner', '-nostdin', '-nostats', '-v', 'error', '-xerror', '-progress', 'pipe:1', '-y'];
+  for (const input of job.inputs) {
+    args.push('-protocol_whitelist', 'file', '-format_whitelist', INPUT_FORMATS, '-threads', threads, '-i', input.path);
+  }
+  args.push('-filter_threads', threads, '-filter_complex_threads', threads, ...job.args, '-threads', threads, '-fs', String(job.maxOutputBytes), job.output);
+  let last = 0;
+  const onLine = (line: string) => {
+    const eq = line.indexOf('=');
+    if (eq < 0 || !job.onProgress) return;
+    const key = line.slice(0, eq);
+    const value = line.slice(eq + 1);
+    const seconds = key === 'out_time' ? progressSeconds(value) : null;
+    const fraction = key === 'progress' && value === 'end' ? 1 : seconds !== null && job.expectedSeconds > 0 ? Math.min(1, seconds / job.expectedSeconds) : null;
+    if (fraction !== null && fraction > last) {
+      last = fraction;
+      job.onProgress(fraction);
+    }
+  };
+  let done: Finished;
+  try {
+    done = await spawnBounded(job.bins.ffmpeg, args, { signal: job.signal, timeLimitMs: job.timeLimitMs }, onLine);
+  } catch (err) {
+    await fs.rm(job.output, { force: true });
+    throw err;
+  }
+  if (done.code !== 0) {
+    await fs.rm(job.output, { force: true });
+    throw new ToolError(`The video could not be processed: ${ffmpegErrorLine(done.stderr, job.inputs, job.output)}`);
+  }
+  const size = (await fs.stat(job.output)).size;
+  if (size >= job.maxOutputBytes) {
+    await fs.rm(job.output, { force: true });
+    throw new ToolError(`The output would be larger than the ${Math.floor(job.maxOutputBytes / (1024 * 1024))} MiB limit.`);
+  }
+}
+
+/** What a run needs to know about a video file, read by ffprobe when the run starts. */
+export interface VideoFacts {
+  width: number;
+  height: number;
+  /** Frame rate as a fraction, for exact frame arithmetic. */
+  fps: { num: number; den: number };
+  durationSeconds: number;
+  videoCodec: string;
+  hasAudio: boolean;
+  audioCodec: string | null;
+}
+
+interface ProbeStream {
+  codec_type?: string;
+  codec_name?: string;
+  width?: number;
+  height?: number;
+  avg_frame_rate?: string;
+  r_frame_rate?: string;
+  duration?: string;
+  tags?: { rotate?: string };
+  side_data_list?: { rotation?: number }[];
+  disposition?: { attached_pic?: number };
+}
+
+function fraction(r: string | undefined): { num: number; den: number } | null {
+  const [num, den] = (r ?? '').split('/').map(Number);
+  return num && den && num > 0 && den > 0 && num / den <= 240 ? { num, den } : null;
+}
+
+/** ffprobe of a local file; a file that does not read as a video is a ToolError naming its label. */
+export async function probeVideo(bins: MediaBinaries, input: NamedInput, limits: SpawnLimits): Promise<VideoFacts> {
+  const args = ['-v', 'error', '-protocol_whitelist', 'file', '-format_whitelist', INPUT_FORMATS, '-print_format', 'json', '-show_format', '-show_streams', input.path];
+  const done = await spawnBounded(bins.ffprobe, args, limits);
+  let info: { streams?: ProbeStream[]; format?: { duration?: string } } = {};
+  try {
+    if (done.code === 0) info = JSON.parse(done.stdout) as typeof info;
+  } catch {
+    info = {};
+  }
+  const streams = info.streams ?? [];
+  const v = streams.find((s) => s.codec_type === 'video' && !s.disposition?.attached_pic);
+  const a = streams.find((s) => s.codec_type === 'audio');
+  const fps = fraction(v?.avg_frame_rate) ?? fraction(v?.r_frame_rate);
+  const duration = Number(v?.duration ?? info.format?.duration);
+  if (!v || !v.width || !v.height || !fps || !Number.isFinite(duration) || duration <= 0) {
+    const line = ffmpegErrorLine(done.stderr, [input]);
+    const why = done.code === 0 ? 'it has no usable video stream' : line.startsWith(`${input.label}: `) ? line.slice(input.label.length + 2) : line;
+    const name = input.label.charAt(0).toUpperCase() + input.label.slice(1);
+    throw new ToolError(`${name} is not a readable video (${why}).`);
+  }
+  const rotation = Math.abs(Number(v.side_data_list?.find((s) => s.rotation !== undefined)?.rotation ?? v.tags?.rotate ?? 0)) % 180;
+  return {
+    width: rotation === 90 ? v.height : v.width,
+    height: rotation === 90 ? v.width : v.height,
+    fps,
+    durationSeconds: duration,
+    videoCodec: v.codec_name ?? 'unknown',
+    hasAudio: Boolean(a),
+    audioCodec: a?.codec_name ?? null,
+  };
+}
+
+/** A fresh output path in the work directory. */
+export function outputPath(workDir: string, name: string): string {
+  return path.join(workDir, name);
+}

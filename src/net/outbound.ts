@@ -1,0 +1,155 @@
+import dns from 'node:dns/promises';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import type { LookupFunction } from 'node:net';
+import { isPublicAddress } from './addresses.js';
+
+export type OutboundErrorCode =
+  | 'bad_url'
+  | 'url_not_public'
+  | 'dns_failed'
+  | 'connection_failed'
+  | 'timeout'
+  | 'too_large'
+  | 'too_many_redirects';
+
+/** Why an outbound request was refused or failed; `message` is fit to show a user. */
+export class OutboundError extends Error {
+  constructor(
+    readonly code: OutboundErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'OutboundError';
+  }
+}
+
+export interface OutboundOptions {
+  /** Tests only (refused in production by the config): lets loopback and private hosts through. */
+  allowPrivate: boolean;
+  /** Whole request, redirects included. */
+  timeoutMs: number;
+  maxBytes: number;
+  /** 0: a redirect is returned as the response, never followed. */
+  maxRedirects: number;
+  method?: 'GET' | 'POST' | 'HEAD';
+  headers?: Record<string, string>;
+  body?: Buffer;
+  signal?: AbortSignal;
+  /** HTTPS only (webhooks); otherwise http and https. */
+  httpsOnly?: boolean;
+  /** Replaces the public-address rule (tests: allow one loopback address, refuse the rest). */
+  allowAddress?: (ip: string) => boolean;
+}
+
+export interface OutboundResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+  /** The URL finally answered (after redirects). */
+  url: string;
+  /** The address actually connected to. */
+  address: string;
+}
+
+/** Resolves the host and vets every address; returns the one to connect to. */
+export async function vetHost(
+  hostname: string,
+  allowPrivate: boolean,
+  allowAddress: (ip: string) => boolean = isPublicAddress,
+): Promise<{ address: string; family: number }> {
+  const bare = hostname.replace(/^\[|\]$/g, '');
+  let addresses: { address: string; family: number }[];
+  if (net.isIP(bare)) addresses = [{ address: bare, family: net.isIP(bare) }];
+  else {
+    try {
+      addresses = await dns.lookup(bare, { all: true, verbatim: true });
+    } catch {
+      throw new OutboundError('dns_failed', `the host ${bare} does not resolve`);
+    }
+  }
+  if (!addresses.length) throw new OutboundError('dns_failed', `the host ${bare} does not resolve`);
+  // Every answer must be public: otherwise a name could mix a public and an internal address.
+  if (!allowPrivate && addresses.some((a) => !allowAddress(a.address))) {
+    throw new OutboundError('url_not_public', `the host ${bare} resolves to a private, loopback or reserved address`);
+  }
+  return addresses[0]!;
+}
+
+export function parseOutboundUrl(raw: string, httpsOnly: boolean): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new OutboundError('bad_url', 'not an absolute URL');
+  }
+  const allowed = httpsOnly ? ['https:'] : ['http:', 'https:'];
+  if (!allowed.includes(url.protocol)) throw new OutboundError('bad_url', `only ${allowed.join(' and ')} URLs are allowed`);
+  if (url.username || url.password) throw new OutboundError('bad_url', 'URLs with credentials are not allowed');
+  return url;
+}
+
+function once(url: URL, address: { address: string; family: number }, opts: OutboundOptions, signal: AbortSignal): Promise<OutboundResponse> {
+  // The socket connects to the address we vetted, never to a second DNS answer; TLS still checks
+  // the certificate against the host name.
+  const lookup: LookupFunction = (_host, options, cb) => {
+    if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [address]);
+    else cb(null, address.address, address.family);
+  };
+  const mod = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const req = mod.request(
+      url,
+      {
+        method: opts.method ?? 'GET',
+        headers: { ...(opts.body ? { 'content-length': String(opts.body.length) } : {}), ...opts.headers },
+        lookup,
+        signal,
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          if (size > opts.maxBytes) {
+            req.destroy(new OutboundError('too_large', `the response is larger than ${opts.maxBytes} bytes`));
+            return;
+          }
+          chunks.push(c);
+        });
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), url: url.toString(), address: address.address }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', (err) => {
+      if (err instanceof OutboundError) reject(err);
+      else if (signal.aborted) reject(new OutboundError('timeout', `no complete answer within ${opts.timeoutMs} ms`));
+      else reject(new OutboundError('connection_failed', `connection failed: ${(err as NodeJS.ErrnoException).code ?? err.message}`));
+    });
+    req.end(opts.body);
+  });
+}
+
+/**
+ * One outbound HTTP request on the rules for fetching what users name (brand-kit pages, webhook
+ * endpoints): public addresses only (every DNS answer vetted, the connection pinned to the vetted
+ * address), every redirect re-vetted, bounded in time and bytes.
+ */
+export async function outboundRequest(rawUrl: string, opts: OutboundOptions): Promise<OutboundResponse> {
+  const deadline = AbortSignal.timeout(opts.timeoutMs);
+  const signal = opts.signal ? AbortSignal.any([deadline, opts.signal]) : deadline;
+  let url = parseOutboundUrl(rawUrl, opts.httpsOnly ?? false);
+  for (let hop = 0; ; hop++) {
+    const address = await vetHost(url.hostname, opts.allowPrivate, opts.allowAddress);
+    if (signal.aborted) throw new OutboundError('timeout', `no complete answer within ${opts.timeoutMs} ms`);
+    const res = await once(url, address, opts, signal);
+    const location = res.headers.location;
+    if (opts.maxRedirects === 0 || res.status < 300 || res.status >= 400 || !location) return res;
+    if (hop >= opts.maxRedirects) throw new OutboundError('too_many_redirects', `more than ${opts.maxRedirects} redirects`);
+    url = parseOutboundUrl(new URL(location, url).toString(), opts.httpsOnly ?? false);
+  }
+}

@@ -1,0 +1,128 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { Value } from 'typebox/value';
+import type { Queryable } from '../../db/pool.js';
+import type { FieldError } from '../../http/errors.js';
+import { ToolError, type PricingInput, type RunContext, type ToolOutput, type ToolRunner } from '../manifest.js';
+import { customProperties } from './css.js';
+import { DEFAULT_FETCH_LIMITS, Fetcher, type FetchLimits } from './fetch.js';
+import { extractFonts } from './fonts.js';
+import { cleanTitle } from './html.js';
+import { dominantPalette } from './images.js';
+import { collectLogos } from './logos.js';
+import { ColorTally, tallyPage } from './palette.js';
+import { BrandKitSchema, type BrandKit } from './schema.js';
+import { loadSite, type SiteData } from './site.js';
+import { insertBrandKit } from './store.js';
+
+export const KIT_FILE = 'brand-kit.json';
+
+/** At least one source: a url or some images (the per-slot checks have run already). */
+export function validateBrandKitInputs(input: PricingInput): FieldError[] {
+  const hasUrl = typeof input.values.url === 'string' && input.values.url.length > 0;
+  const hasFiles = (input.media.files?.length ?? 0) > 0;
+  if (hasUrl || hasFiles) return [];
+  return [{ loc: ['body', 'inputs', 'url'], message: 'a url or files (at least one image) is needed', code: 'missing_source' }];
+}
+
+const clean = (s: string | null | undefined, max: number): string | null => {
+  const t = (s ?? '').replace(/\s+/g, ' ').trim();
+  return t ? t.slice(0, max) : null;
+};
+
+function siteName(site: SiteData): string | null {
+  const m = site.page.metas;
+  const named = clean(m.get('og:site_name'), 200) ?? clean(m.get('application-name'), 200) ?? clean(m.get('apple-mobile-web-app-title'), 200);
+  if (named) return named;
+  return site.page.title ? clean(cleanTitle(site.page.title, new URL(site.finalUrl).hostname), 200) : null;
+}
+
+function siteDescription(site: SiteData): string | null {
+  const m = site.page.metas;
+  return clean(m.get('description'), 1000) ?? clean(m.get('og:description'), 1000) ?? clean(m.get('twitter:description'), 1000);
+}
+
+function stopIfAborted(signal: AbortSignal): void {
+  if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason ?? 'aborted'));
+}
+
+/**
+ * The brand_kit_extract runner. Limits are the defaults in production; tests may pass smaller
+ * ones to exercise the bounds without waiting out the real ones.
+ */
+export function createBrandKitRunner(overrides: Partial<FetchLimits> = {}): ToolRunner {
+  const limits: FetchLimits = { ...DEFAULT_FETCH_LIMITS, ...overrides };
+  return async (ctx: RunContext): Promise<ToolOutput[]> => {
+    const url = typeof ctx.values.url === 'string' ? ctx.values.url : null;
+    const files = ctx.files.files ?? [];
+    if (!url && !files.length) throw new ToolError('brand_kit_extract needs a url or at least one image in files.');
+    const pageShare = url ? (files.length ? 0.7 : 0.95) : 0;
+    const warnings: string[] = [];
+    const tally = new ColorTally();
+    ctx.progress(0.02);
+
+    let site: SiteData | null = null;
+    let fonts: ReturnType<typeof extractFonts> = { fonts: [], services: [] };
+    let logos: Awaited<ReturnType<typeof collectLogos>> = { logos: [], outputs: [] };
+    if (url) {
+      const fetcher = new Fetcher({ allowPrivate: ctx.outbound.allowPrivate, signal: ctx.signal, limits });
+      site = await loadSite(url, fetcher, (f) => ctx.progress(f * pageShare));
+      stopIfAborted(ctx.signal);
+      warnings.push(...site.warnings);
+      const rules = [...site.sheets.flatMap((s) => s.rules), ...site.inlineRules];
+      const vars = customProperties(rules);
+      tallyPage(tally, rules, vars, site.page.themeColors);
+      fonts = extractFonts(rules, vars, site.sheets.flatMap((s) => s.fontFaces), site.services);
+      ctx.progress(0.55 * pageShare);
+      logos = await collectLogos(site.page.logos, fetcher, ctx.workDir, warnings, (f) => ctx.progress((0.55 + 0.4 * f) * pageShare));
+      stopIfAborted(ctx.signal);
+    }
+
+    const images: BrandKit['images'] = [];
+    for (const [i, file] of files.entries()) {
+      let palette;
+      try {
+        palette = await dominantPalette(file.path);
+      } catch {
+        throw new ToolError(`The image ${file.fileName} (files[${i}]) could not be decoded.`);
+      }
+      stopIfAborted(ctx.signal);
+      images.push({ file_id: file.fileId, file_name: file.fileName, palette });
+      // Images weigh like a page's worth of declarations together, shared among them.
+      for (const p of palette) tally.add(p.hex, (p.weight * 20) / files.length, 'image');
+      ctx.progress(pageShare + ((1 - pageShare) * 0.95 * (i + 1)) / files.length);
+    }
+
+    const { colors, roles } = tally.palette(url ? 10 : 8);
+    const kit: BrandKit = {
+      object: 'brand_kit',
+      schema_version: 1,
+      source: { url, final_url: site?.finalUrl ?? null, stylesheets: site?.sheetUrls ?? [], files: files.map((f) => f.fileId) },
+      name: site ? siteName(site) : null,
+      description: site ? siteDescription(site) : null,
+      colors,
+      roles,
+      fonts: fonts.fonts,
+      font_services: fonts.services,
+      logos: logos.logos,
+      images,
+      warnings: warnings.slice(0, 50),
+    };
+    const kitPath = path.join(ctx.workDir, KIT_FILE);
+    await fs.writeFile(kitPath, `${JSON.stringify(kit, null, 2)}\n`);
+    ctx.progress(0.99);
+    return [{ path: kitPath, fileName: KIT_FILE, mimeType: 'application/json', data: kit }, ...logos.outputs];
+  };
+}
+
+/** save: true keeps the kit on the team, in the transaction that marks the run succeeded. */
+export async function saveBrandKitOnSuccess(
+  tx: Queryable,
+  run: { id: string; teamId: string; values: Record<string, unknown> },
+  outputs: ToolOutput[],
+): Promise<void> {
+  if (run.values.save !== true) return;
+  const data = outputs.find((o) => o.fileName === KIT_FILE)?.data;
+  if (!Value.Check(BrandKitSchema, data)) throw new Error('brand_kit_extract: the kit to save is missing or malformed');
+  await insertBrandKit(tx, run.teamId, run.id, data);
+}

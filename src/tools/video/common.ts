@@ -1,0 +1,29 @@
+import type { NamedInput } from '../../media/ffmpeg.js';
+import { ToolError, type InputFile, type RunContext } from '../manifest.js';
+
+/** What a video output may weigh before ffmpeg stops writing it (-fs) and the run fails. */
+export const VIDEO_MAX_OUTPUT_BYTES = 4 * 1024 * 1024 * 1024;
+/** How long a single probe of an input may take. */
+export const PROBE_TIME_LIMIT_MS = 60_000;
+/** H.264 settings of both video tools: quality-driven (CRF), veryfast keeps 4K jobs in bounds on small machines. */
+export const H264 = ['-c:v', 'libx264', '-preset', 'veryfast', '-crf', '20', '-pix_fmt', 'yuv420p'];
+export const MP4 = ['-max_muxing_queue_size', '4096', '-movflags', '+faststart', '-f', 'mp4'];
+
+/** Options a deployment (or a test) may give a video runner. */
+export interface VideoRunOptions {
+  /** ffmpeg threads (decoder, filters, encoder each), 1..16; default 2. */
+  threads?: number;
+  maxOutputBytes?: number;
+}
+
+/** The files of a media slot as ffmpeg inputs named for messages ("clip 2"), never by path. */
+export function namedInputs(ctx: RunContext, slot: string, label: (i: number) => string): { files: InputFile[]; inputs: NamedInput[] } {
+  const files = ctx.files[slot] ?? [];
+  if (!files.length) throw new ToolError(`No ${slot} were given.`);
+  return { files, inputs: files.map((f, i) => ({ path: f.path, label: label(i) })) };
+}
+
+/** Progress of a run in two phases: probing the inputs (a few percent), then the encode. */
+export function encodeProgress(ctx: RunContext): (fraction: number) => void {
+  return (f) => ctx.progress(0.02 + 0.97 * f);
+}

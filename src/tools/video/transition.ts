@@ -1,0 +1,60 @@
+import path from 'node:path';
+import type { FieldError } from '../../http/errors.js';
+import { probeVideo, runFfmpeg, type VideoFacts } from '../../media/ffmpeg.js';
+import { numberValue, stringValue, ToolError, type PricingInput, type RunContext, type ToolOutput } from '../manifest.js';
+import { encodeProgress, H264, MP4, namedInputs, PROBE_TIME_LIMIT_MS, VIDEO_MAX_OUTPUT_BYTES, type VideoRunOptions } from './common.js';
+import { planTransition, shortSeconds, type TransitionStyle } from './transition-graph.js';
+
+export const TRANSITION_STYLES: TransitionStyle[] = ['fade', 'dissolve', 'wipe_left', 'wipe_right'];
+export const TRANSITION_TIMEOUT_SECONDS = 1800;
+const DEFAULT_DURATION = 1;
+
+function isStyle(s: string): s is TransitionStyle {
+  return (TRANSITION_STYLES as string[]).includes(s);
+}
+
+/** duration_seconds must be shorter than every clip, by the lengths the upload probe found. */
+export function validateTransition(input: PricingInput): FieldError[] {
+  const clips = input.media.clips ?? [];
+  const d = numberValue(input, 'duration_seconds', DEFAULT_DURATION);
+  const i = clips.findIndex((c) => c.durationSeconds !== null && !(d < c.durationSeconds));
+  if (i < 0) return [];
+  return [
+    {
+      loc: ['body', 'inputs', 'duration_seconds'],
+      message: `must be shorter than every clip; clip ${i + 1} is ${shortSeconds(clips[i]!.durationSeconds ?? 0)} s long`,
+      code: 'longer_than_clip',
+    },
+  ];
+}
+
+/** Joins the clips in order with the chosen transition into one MP4 (H.264 + AAC). */
+export async function runTransition(ctx: RunContext, opts: VideoRunOptions = {}): Promise<ToolOutput[]> {
+  const { inputs } = namedInputs(ctx, 'clips', (i) => `clip ${i + 1}`);
+  if (inputs.length < 2 || inputs.length > 10) throw new ToolError('video_transition takes 2 to 10 clips.');
+  const style = stringValue({ values: ctx.values, media: {}, durationHint: null }, 'style', 'fade');
+  if (!isStyle(style)) throw new ToolError(`Unknown transition style ${style}.`);
+  const d = typeof ctx.values.duration_seconds === 'number' ? ctx.values.duration_seconds : DEFAULT_DURATION;
+  // The lengths are read again from the files themselves: the run relies on them, not on the upload's record.
+  const facts: VideoFacts[] = [];
+  for (const input of inputs) {
+    facts.push(await probeVideo(ctx.media, input, { signal: ctx.signal, timeLimitMs: PROBE_TIME_LIMIT_MS }));
+    ctx.progress((0.02 * facts.length) / inputs.length);
+  }
+  const plan = planTransition(facts, style, d);
+  const output = path.join(ctx.workDir, 'transition.mp4');
+  await runFfmpeg({
+    bins: ctx.media,
+    inputs,
+    args: ['-filter_complex', plan.graph, '-map', '[vout]', '-map', '[aout]', ...H264, '-r', plan.rate, '-c:a', 'aac', '-b:a', '160k', ...MP4],
+    output,
+    expectedSeconds: plan.seconds,
+    signal: ctx.signal,
+    timeLimitMs: TRANSITION_TIMEOUT_SECONDS * 1000,
+    maxOutputBytes: opts.maxOutputBytes ?? VIDEO_MAX_OUTPUT_BYTES,
+    threads: opts.threads,
+    onProgress: encodeProgress(ctx),
+  });
+  ctx.logger.debug({ frames: plan.frames, seconds: plan.seconds, style }, 'transition encoded');
+  return [{ path: output, fileName: 'transition.mp4', mimeType: 'video/mp4' }];
+}

@@ -1,0 +1,67 @@
+import path from 'node:path';
+import type { FieldError } from '../../http/errors.js';
+import { probeVideo, runFfmpeg } from '../../media/ffmpeg.js';
+import { stringValue, ToolError, type PricingInput, type RunContext, type ToolOutput } from '../manifest.js';
+import { encodeProgress, H264, MP4, namedInputs, PROBE_TIME_LIMIT_MS, VIDEO_MAX_OUTPUT_BYTES, type VideoRunOptions } from './common.js';
+
+export const TARGET_HEIGHTS: Record<string, number> = { '1080p': 1080, '4k': 2160 };
+export const UPSCALE_TIMEOUT_SECONDS = 3600;
+/** Audio codecs an MP4 takes as they are; others (Opus, Vorbis, FLAC, PCM...) are encoded to AAC. */
+const MP4_AUDIO = ['aac', 'mp3', 'ac3', 'eac3', 'alac'];
+
+function targetOf(values: Record<string, unknown>): { name: string; height: number } {
+  const name = stringValue({ values, media: {}, durationHint: null }, 'target', '1080p');
+  const height = TARGET_HEIGHTS[name];
+  if (!height) throw new ToolError(`Unknown target ${name}.`);
+  return { name, height };
+}
+
+/** An input already at or above the target height has nothing to gain: 422 on the video slot. */
+export function validateUpscale(input: PricingInput): FieldError[] {
+  const v = input.media.video?.[0];
+  const target = TARGET_HEIGHTS[stringValue(input, 'target', '1080p')];
+  if (!v || v.height === null || !target || v.height < target) return [];
+  return [
+    {
+      loc: ['body', 'inputs', 'video'],
+      message: `is already ${v.height} px high, at or above the ${target} px target`,
+      code: 'already_at_target',
+    },
+  ];
+}
+
+/**
+ * Lanczos upscale to 1080 or 2160 lines, width from the aspect ratio (even), H.264 at CRF 20
+ * (preset veryfast), frames passed with their own timestamps (rate kept), first audio stream
+ * copied when MP4 can hold it.
+ */
+export async function runUpscale(ctx: RunContext, opts: VideoRunOptions = {}): Promise<ToolOutput[]> {
+  const { inputs } = namedInputs(ctx, 'video', () => 'the video');
+  const input = inputs[0]!;
+  const target = targetOf(ctx.values);
+  const facts = await probeVideo(ctx.media, input, { signal: ctx.signal, timeLimitMs: PROBE_TIME_LIMIT_MS });
+  ctx.progress(0.02);
+  if (facts.height >= target.height) {
+    throw new ToolError(`The video is already ${facts.height} px high, at or above the ${target.height} px target.`);
+  }
+  const audio = facts.audioCodec && MP4_AUDIO.includes(facts.audioCodec) ? ['-c:a', 'copy'] : ['-c:a', 'aac', '-b:a', '192k'];
+  const output = path.join(ctx.workDir, `upscaled-${target.name}.mp4`);
+  await runFfmpeg({
+    bins: ctx.media,
+    inputs,
+    args: [
+      '-map', '0:v:0', '-map', '0:a:0?',
+      '-vf', `scale=-2:${target.height}:flags=lanczos`,
+      '-vsync', 'passthrough',
+      ...H264, ...audio, ...MP4,
+    ],
+    output,
+    expectedSeconds: facts.durationSeconds,
+    signal: ctx.signal,
+    timeLimitMs: UPSCALE_TIMEOUT_SECONDS * 1000,
+    maxOutputBytes: opts.maxOutputBytes ?? VIDEO_MAX_OUTPUT_BYTES,
+    threads: opts.threads,
+    onProgress: encodeProgress(ctx),
+  });
+  return [{ path: output, fileName: `upscaled-${target.name}.mp4`, mimeType: 'video/mp4' }];
+}

@@ -1,0 +1,111 @@
+import { Type } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { requireAuth } from '../auth/plugin.js';
+import { AUTH_ERRORS, errorResponses } from '../http/schemas.js';
+import type { ErrorCode } from '../http/errors.js';
+import {
+  CreatedWebhookEndpointSchema,
+  CreateEndpointBodySchema,
+  DeletedSchema,
+  EndpointIdParamsSchema,
+  UpdateEndpointBodySchema,
+  WebhookEndpointListSchema,
+  WebhookEndpointSchema,
+  WebhookTestSchema,
+} from './schemas.js';
+import { createEndpoint, listTeamEndpoints, patchEndpoint, removeEndpoint, testEndpoint, type WebhooksDeps } from './service.js';
+
+export function webhookSchemas(app: { addSchema(s: unknown): unknown }): void {
+  app.addSchema(WebhookEndpointSchema);
+  app.addSchema(CreatedWebhookEndpointSchema);
+  app.addSchema(WebhookEndpointListSchema);
+  app.addSchema(WebhookTestSchema);
+  app.addSchema(DeletedSchema);
+}
+
+const COMMON: ErrorCode[] = [...AUTH_ERRORS, 'insufficient_role'];
+const BODY: ErrorCode[] = ['payload_too_large', 'unsupported_media_type'];
+
+export function webhookRoutes(deps: WebhooksDeps): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    const config = { scope: 'webhooks' as const };
+    app.get(
+      '/v1/webhook-endpoints',
+      {
+        config,
+        schema: {
+          operationId: 'listWebhookEndpoints',
+          summary: "The team's webhook endpoints",
+          tags: ['webhooks'],
+          response: { 200: Type.Ref('WebhookEndpointList'), ...errorResponses(...COMMON) },
+        },
+      },
+      async (request) => ({ object: 'list' as const, data: await listTeamEndpoints(deps, requireAuth(request)) }),
+    );
+
+    app.post(
+      '/v1/webhook-endpoints',
+      {
+        config,
+        schema: {
+          operationId: 'createWebhookEndpoint',
+          summary: 'Add an endpoint; the signing secret is returned only here',
+          tags: ['webhooks'],
+          body: CreateEndpointBodySchema,
+          response: { 201: Type.Ref('CreatedWebhookEndpoint'), ...errorResponses(...COMMON, ...BODY, 'webhook_endpoint_limit_reached') },
+        },
+      },
+      async (request, reply) => reply.status(201).send(await createEndpoint(deps, requireAuth(request), request.body)),
+    );
+
+    app.patch(
+      '/v1/webhook-endpoints/:endpoint_id',
+      {
+        config,
+        schema: {
+          operationId: 'updateWebhookEndpoint',
+          summary: 'Pause, resume or change the events of an endpoint; pausing drops pending deliveries',
+          tags: ['webhooks'],
+          params: EndpointIdParamsSchema,
+          body: UpdateEndpointBodySchema,
+          response: { 200: Type.Ref('WebhookEndpoint'), ...errorResponses(...COMMON, ...BODY, 'webhook_endpoint_not_found') },
+        },
+        // A PATCH with no body at all is an empty change, like {}.
+        preValidation: async (request) => {
+          if (request.body === undefined) (request as { body: unknown }).body = {};
+        },
+      },
+      async (request) => patchEndpoint(deps, requireAuth(request), request.params.endpoint_id, request.body),
+    );
+
+    app.delete(
+      '/v1/webhook-endpoints/:endpoint_id',
+      {
+        config,
+        schema: {
+          operationId: 'deleteWebhookEndpoint',
+          summary: 'Delete an endpoint; its deliveries stop at once',
+          tags: ['webhooks'],
+          params: EndpointIdParamsSchema,
+          response: { 200: Type.Ref('Deleted'), ...errorResponses(...COMMON, 'webhook_endpoint_not_found') },
+        },
+      },
+      async (request) => removeEndpoint(deps, requireAuth(request), request.params.endpoint_id),
+    );
+
+    app.post(
+      '/v1/webhook-endpoints/:endpoint_id/test',
+      {
+        config,
+        schema: {
+          operationId: 'testWebhookEndpoint',
+          summary: 'Send a signed ping event now and report how the endpoint answered',
+          tags: ['webhooks'],
+          params: EndpointIdParamsSchema,
+          response: { 200: Type.Ref('WebhookTest'), ...errorResponses(...COMMON, 'webhook_endpoint_not_found') },
+        },
+      },
+      async (request) => testEndpoint(deps, requireAuth(request), request.params.endpoint_id),
+    );
+  };
+}

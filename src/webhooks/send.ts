@@ -1,0 +1,60 @@
+import { OutboundError, outboundRequest } from '../net/outbound.js';
+import { signatureHeader } from './signing.js';
+
+export interface AttemptResult {
+  delivered: boolean;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  excerpt: string | null;
+}
+
+const EXCERPT_BYTES = 1024;
+
+/**
+ * One signed POST. Success is a 2xx within the deadline; a redirect is a failure and never
+ * followed. The signature is made now, over `t.` + exactly the bytes sent.
+ */
+export async function sendAttempt(opts: {
+  url: string;
+  secret: string;
+  deliveryId: string;
+  eventType: string;
+  body: Buffer;
+  timeoutMs: number;
+  allowPrivate: boolean;
+  signal?: AbortSignal;
+}): Promise<AttemptResult> {
+  const started = Date.now();
+  const t = Math.floor(Date.now() / 1000);
+  try {
+    const res = await outboundRequest(opts.url, {
+      method: 'POST',
+      body: opts.body,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'Service-Webhooks/1',
+        'service-event': opts.eventType,
+        'service-delivery': opts.deliveryId,
+        'service-signature': signatureHeader(opts.secret, opts.body, t),
+      },
+      httpsOnly: true,
+      maxRedirects: 0,
+      maxBytes: 1024 * 1024,
+      timeoutMs: opts.timeoutMs,
+      allowPrivate: opts.allowPrivate,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    const delivered = res.status >= 200 && res.status < 300;
+    return {
+      delivered,
+      statusCode: res.status,
+      error: delivered ? null : res.status >= 300 && res.status < 400 ? `redirect (${res.status}) not followed` : `answered ${res.status}`,
+      durationMs: Date.now() - started,
+      excerpt: res.body.subarray(0, EXCERPT_BYTES).toString('utf8') || null,
+    };
+  } catch (err) {
+    const message = err instanceof OutboundError ? err.message : `request failed: ${(err as Error).message}`;
+    return { delivered: false, statusCode: null, error: message, durationMs: Date.now() - started, excerpt: null };
+  }
+}

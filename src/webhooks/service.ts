@@ -1,0 +1,161 @@
+import { randomUUID } from 'node:crypto';
+import type { KeyContext } from '../auth/repository.js';
+import type { Config } from '../config/config.js';
+import type { Db } from '../db/pool.js';
+import { ApiError, invalidRequest, type FieldError } from '../http/errors.js';
+import { OutboundError, parseOutboundUrl, vetHost } from '../net/outbound.js';
+import {
+  deleteEndpoint,
+  dropPending,
+  endpointResource,
+  getEndpoint,
+  insertEndpoint,
+  listEndpoints,
+  recordAttempt,
+  updateEndpoint,
+} from './repository.js';
+import {
+  RUN_EVENT_TYPES,
+  type CreateEndpointBody,
+  type CreatedWebhookEndpoint,
+  type UpdateEndpointBody,
+  type WebhookEndpoint,
+  type WebhookTest,
+} from './schemas.js';
+import { sendAttempt } from './send.js';
+import { newSigningSecret } from './signing.js';
+
+export const MAX_ENDPOINTS_PER_TEAM = 10;
+export const MAX_URL_LENGTH = 2048;
+
+export interface WebhooksDeps {
+  config: Config;
+  db: Db;
+}
+
+/** Endpoint operations need an owner or admin behind the key, on top of the webhooks scope. */
+function requireAdmin(auth: KeyContext): void {
+  if (auth.role !== 'owner' && auth.role !== 'admin') {
+    throw new ApiError('insufficient_role', "Webhook endpoints are managed by a team owner or admin; this key's member is not one.", {
+      details: { required_role: 'admin', role: auth.role },
+    });
+  }
+}
+
+function notFound(id: string): ApiError {
+  return new ApiError('webhook_endpoint_not_found', `No webhook endpoint ${id} in this team.`);
+}
+
+async function checkUrl(config: Config, raw: string): Promise<FieldError | null> {
+  const loc = ['body', 'url'];
+  if (raw.length > MAX_URL_LENGTH) return { loc, message: `must be at most ${MAX_URL_LENGTH} characters`, code: 'url_too_long' };
+  let url: URL;
+  try {
+    url = parseOutboundUrl(raw, true);
+  } catch (err) {
+    const scheme = /^[a-z][a-z0-9+.-]*:/i.test(raw);
+    return {
+      loc,
+      message: err instanceof OutboundError && scheme && !raw.toLowerCase().startsWith('https:') ? 'must be an https:// URL' : 'must be an absolute https:// URL without credentials',
+      code: 'url_not_https',
+    };
+  }
+  try {
+    await vetHost(url.hostname, config.allowPrivateNetwork);
+  } catch (err) {
+    return { loc, message: err instanceof OutboundError ? `must be on a public host: ${err.message}` : 'must be on a public host', code: 'url_not_public' };
+  }
+  return null;
+}
+
+export async function listTeamEndpoints(deps: WebhooksDeps, auth: KeyContext): Promise<WebhookEndpoint[]> {
+  requireAdmin(auth);
+  return (await listEndpoints(deps.db.pool, auth.teamId)).map(endpointResource);
+}
+
+export async function createEndpoint(deps: WebhooksDeps, auth: KeyContext, body: CreateEndpointBody): Promise<CreatedWebhookEndpoint> {
+  requireAdmin(auth);
+  const urlError = await checkUrl(deps.config, body.url);
+  if (urlError) throw invalidRequest([urlError]);
+  const events = body.events ?? [...RUN_EVENT_TYPES];
+  return deps.db.tx(async (tx) => {
+    // The team row lock makes the per-team limit hold under concurrent creates.
+    await tx.query('SELECT 1 FROM teams WHERE id = $1::uuid FOR UPDATE', [auth.teamId]);
+    if ((await listEndpoints(tx, auth.teamId)).length >= MAX_ENDPOINTS_PER_TEAM) {
+      throw new ApiError('webhook_endpoint_limit_reached', `A team has at most ${MAX_ENDPOINTS_PER_TEAM} webhook endpoints; delete one first.`, {
+        details: { limit: MAX_ENDPOINTS_PER_TEAM },
+      });
+    }
+    const secret = newSigningSecret();
+    const row = await insertEndpoint(tx, { id: randomUUID(), teamId: auth.teamId, url: body.url, events, secret });
+    return { ...endpointResource(row), signing_secret: secret };
+  });
+}
+
+export async function patchEndpoint(deps: WebhooksDeps, auth: KeyContext, id: string, body: UpdateEndpointBody): Promise<WebhookEndpoint> {
+  requireAdmin(auth);
+  return deps.db.tx(async (tx) => {
+    const existing = await getEndpoint(tx, auth.teamId, id, { lock: true });
+    if (!existing) throw notFound(id);
+    const changes: { enabled?: boolean; events?: string[] } = {};
+    if (typeof body.enabled === 'boolean') changes.enabled = body.enabled;
+    if (Array.isArray(body.events)) changes.events = body.events;
+    const row = Object.keys(changes).length ? await updateEndpoint(tx, id, changes) : existing;
+    if (existing.enabled && changes.enabled === false) await dropPending(tx, id);
+    return endpointResource(row);
+  });
+}
+
+export async function removeEndpoint(deps: WebhooksDeps, auth: KeyContext, id: string): Promise<{ object: 'deleted'; id: string; deleted: boolean }> {
+  requireAdmin(auth);
+  return deps.db.tx(async (tx) => {
+    const existing = await getEndpoint(tx, auth.teamId, id, { lock: true });
+    if (!existing) throw notFound(id);
+    await deleteEndpoint(tx, id);
+    await dropPending(tx, id);
+    return { object: 'deleted', id, deleted: true };
+  });
+}
+
+/** Sends a signed ping now (paused endpoints too) and reports how the endpoint answered. */
+export async function testEndpoint(deps: WebhooksDeps, auth: KeyContext, id: string): Promise<WebhookTest> {
+  requireAdmin(auth);
+  const endpoint = await getEndpoint(deps.db.pool, auth.teamId, id);
+  if (!endpoint) throw notFound(id);
+  const deliveryId = randomUUID();
+  const body = Buffer.from(
+    JSON.stringify({
+      id: randomUUID(),
+      object: 'event',
+      type: 'ping',
+      created_at: new Date().toISOString(),
+      data: { webhook_endpoint_id: endpoint.id },
+    }),
+  );
+  const result = await sendAttempt({
+    url: endpoint.url,
+    secret: endpoint.signing_secret,
+    deliveryId,
+    eventType: 'ping',
+    body,
+    timeoutMs: deps.config.webhooks.timeoutMs,
+    allowPrivate: deps.config.allowPrivateNetwork,
+  });
+  await recordAttempt(deps.db.pool, {
+    deliveryId,
+    endpointId: endpoint.id,
+    eventType: 'ping',
+    statusCode: result.statusCode,
+    error: result.error,
+    durationMs: result.durationMs,
+    excerpt: result.excerpt,
+  });
+  return {
+    object: 'webhook_test',
+    delivery_id: deliveryId,
+    delivered: result.delivered,
+    response_code: result.statusCode,
+    duration_ms: result.durationMs,
+    error: result.error,
+  };
+}

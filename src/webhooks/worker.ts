@@ -1,0 +1,186 @@
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import type { Db } from '../db/pool.js';
+import { recordAttempt } from './repository.js';
+import { sendAttempt } from './send.js';
+
+export const WEBHOOKS_CHANNEL = 'toolrun_webhooks';
+
+interface Claimed {
+  id: string;
+  endpoint_id: string;
+  attempts: number;
+  url: string;
+  secret: string;
+  enabled: boolean;
+  deleted: boolean;
+  event_id: string;
+  event_type: string;
+  event_created_at: Date;
+  payload: unknown;
+}
+
+/**
+ * The event body: the same bytes on every attempt (the event row is immutable and jsonb reads
+ * back in a fixed key order).
+ */
+export function eventBody(e: { event_id: string; event_type: string; event_created_at: Date; payload: unknown }): Buffer {
+  return Buffer.from(
+    JSON.stringify({ id: e.event_id, object: 'event', type: e.event_type, created_at: e.event_created_at.toISOString(), data: { run: e.payload } }),
+  );
+}
+
+/**
+ * Sends webhook deliveries. Deliveries are rows; a worker claims due ones with FOR UPDATE SKIP
+ * LOCKED and a lease, so a crash or restart loses none and no attempt runs twice at once. Failed
+ * attempts are retried on the configured schedule, then the delivery is given up.
+ */
+export class WebhookWorker {
+  readonly id = `${os.hostname()}:${process.pid}:wh:${randomUUID().slice(0, 8)}`;
+  private listener: pg.Client | null = null;
+  private stopping = false;
+  private wake: (() => void) | null = null;
+  private loop: Promise<void> | null = null;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly abort = new AbortController();
+
+  constructor(private readonly opts: { config: Config; db: Db; logger: Logger; connectionString: string }) {}
+
+  async start(): Promise<void> {
+    await this.listen();
+    this.loop = this.run();
+  }
+
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.opts.connectionString, application_name: 'toolrun-webhooks-listen' });
+    client.on('notification', () => this.poke());
+    client.on('error', (err) => {
+      this.opts.logger.warn({ err }, 'webhook notification connection lost; reconnecting');
+      this.listener = null;
+      void client.end().catch(() => undefined);
+      if (!this.stopping) setTimeout(() => void this.listen().catch(() => undefined), 1000);
+    });
+    await client.connect();
+    await client.query(`LISTEN ${WEBHOOKS_CHANNEL}`);
+    this.listener = client;
+    this.poke();
+  }
+
+  private poke(): void {
+    const w = this.wake;
+    this.wake = null;
+    w?.();
+  }
+
+  private async claim(limit: number): Promise<Claimed[]> {
+    // The lease outlives one attempt (10 s deadline) with room to record it.
+    const { rows } = await this.opts.db.pool.query<Claimed>(
+      `WITH c AS (
+         UPDATE webhook_deliveries d SET lease_owner = $1::text, lease_expires_at = now() + interval '60 seconds', attempts = d.attempts + 1
+          WHERE d.id IN (SELECT id FROM webhook_deliveries
+                          WHERE status = 'pending' AND next_attempt_at <= now() AND (lease_expires_at IS NULL OR lease_expires_at < now())
+                          ORDER BY next_attempt_at LIMIT $2::integer FOR UPDATE SKIP LOCKED)
+         RETURNING d.id, d.endpoint_id, d.attempts, d.event_id)
+       SELECT c.id, c.endpoint_id, c.attempts, e.url, e.signing_secret AS secret, e.enabled, (e.deleted_at IS NOT NULL) AS deleted,
+              ev.id AS event_id, ev.type AS event_type, ev.created_at AS event_created_at, ev.payload
+         FROM c JOIN webhook_endpoints e ON e.id = c.endpoint_id JOIN run_events ev ON ev.id = c.event_id`,
+      [this.id, limit],
+    );
+    return rows;
+  }
+
+  private async deliver(d: Claimed): Promise<void> {
+    const { db, config, logger } = this.opts;
+    if (!d.enabled || d.deleted) {
+      await db.pool.query(
+        `UPDATE webhook_deliveries SET status = 'dropped', finished_at = now(), lease_owner = NULL WHERE id = $1::uuid AND lease_owner = $2::text`,
+        [d.id, this.id],
+      );
+      return;
+    }
+    const result = await sendAttempt({
+      url: d.url,
+      secret: d.secret,
+      deliveryId: d.id,
+      eventType: d.event_type,
+      body: eventBody(d),
+      timeoutMs: config.webhooks.timeoutMs,
+      allowPrivate: config.allowPrivateNetwork,
+      signal: this.abort.signal,
+    });
+    const delays = config.webhooks.retryDelaysSeconds;
+    const giveUp = d.attempts > delays.length;
+    await db.tx(async (tx) => {
+      await recordAttempt(tx, {
+        deliveryId: d.id,
+        endpointId: d.endpoint_id,
+        eventType: d.event_type,
+        statusCode: result.statusCode,
+        error: result.error,
+        durationMs: result.durationMs,
+        excerpt: result.excerpt,
+      });
+      // Only if still ours and still pending: a pause or delete meanwhile dropped it.
+      await tx.query(
+        `UPDATE webhook_deliveries
+            SET status = $3::text, lease_owner = NULL, lease_expires_at = NULL,
+                next_attempt_at = now() + make_interval(secs => $4::integer),
+                finished_at = CASE WHEN $3::text = 'pending' THEN NULL ELSE now() END
+          WHERE id = $1::uuid AND lease_owner = $2::text AND status = 'pending'`,
+        [d.id, this.id, result.delivered ? 'delivered' : giveUp ? 'failed' : 'pending', result.delivered || giveUp ? 0 : delays[d.attempts - 1] ?? 0],
+      );
+    });
+    logger.info(
+      { delivery_id: d.id, endpoint_id: d.endpoint_id, event: d.event_type, attempt: d.attempts, status: result.statusCode, delivered: result.delivered },
+      result.delivered ? 'webhook delivered' : giveUp ? 'webhook given up' : 'webhook attempt failed',
+    );
+  }
+
+  private async run(): Promise<void> {
+    const { config, logger } = this.opts;
+    while (!this.stopping) {
+      const free = config.webhooks.concurrency - this.inFlight.size;
+      let claimed: Claimed[] = [];
+      if (free > 0) {
+        try {
+          claimed = await this.claim(free);
+        } catch (err) {
+          logger.warn({ err }, 'claiming webhook deliveries failed');
+        }
+      }
+      for (const d of claimed) {
+        const p: Promise<void> = this.deliver(d)
+          .catch((err: unknown) => logger.error({ err, delivery_id: d.id }, 'webhook delivery crashed'))
+          .finally(() => {
+            this.inFlight.delete(p);
+            this.poke();
+          });
+        this.inFlight.add(p);
+      }
+      if (claimed.length && claimed.length === free) continue;
+      // Sleep until a notification, a finished delivery, or the next due retry (polled).
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+        setTimeout(resolve, Math.min(config.runs.pollMs, 1000)).unref();
+      });
+      this.wake = null;
+    }
+  }
+
+  async stop(graceMs = 10_000): Promise<void> {
+    this.stopping = true;
+    this.poke();
+    await this.loop;
+    const all = Promise.all([...this.inFlight]);
+    const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref())]);
+    if (timedOut) {
+      this.abort.abort();
+      await all;
+    }
+    await this.listener?.end().catch(() => undefined);
+    this.listener = null;
+  }
+}

@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { LightMyRequestResponse } from 'fastify';
+import type { Queryable } from '../../src/db/pool.js';
+import type { Loc } from '../../src/http/errors.js';
+import { assertError } from './error-envelope.js';
+import { bearer } from './fixtures.js';
+import type { TestServer } from './server.js';
+
+/** Shared by the runs API tests: calls, uploads, and what the database holds for a team. */
+
+export interface RunJson {
+  object: string;
+  id: string;
+  tool_id: string | null;
+  product_id: string;
+  status: string;
+  progress: number;
+  cost_sparks: number;
+  outputs: { asset_id: string; mime_type: string | null; size_bytes: number | null; file_name: string | null }[];
+  error: string | null;
+  api_key_id: string | null;
+  created_at: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export interface EstimateJson {
+  object: string;
+  tool_id: string;
+  product_id: string;
+  sparks: number;
+  reserve_sparks: number;
+}
+
+export type Headers = Record<string, string>;
+
+/** A request through the real app (hooks, parsers, error handler); body undefined sends none. */
+export function call(
+  s: TestServer,
+  key: string | null,
+  method: 'GET' | 'POST',
+  url: string,
+  body?: unknown,
+  headers: Headers = {},
+): Promise<LightMyRequestResponse> {
+  const h: Headers = { ...(key === null ? {} : bearer(key)), ...headers };
+  if (body === undefined) return s.app.inject({ method, url, headers: h });
+  if (typeof body === 'string') return s.app.inject({ method, url, headers: { 'content-type': 'application/json', ...h }, payload: body });
+  return s.app.inject({ method, url, headers: { 'content-type': 'application/json', ...h }, payload: JSON.stringify(body) });
+}
+
+export const estimate = (s: TestServer, key: string | null, tool: string, body: unknown, headers: Headers = {}) =>
+  call(s, key, 'POST', `/v1/tools/${tool}/estimate`, body, headers);
+
+export const start = (s: TestServer, key: string | null, tool: string, body: unknown, headers: Headers = {}) =>
+  call(s, key, 'POST', `/v1/tools/${tool}/runs`, body, headers);
+
+export const getRun = (s: TestServer, key: string, runId: string) => call(s, key, 'GET', `/v1/runs/${runId}`);
+
+export function runOf(res: LightMyRequestResponse, status = 202): RunJson {
+  assert.equal(res.statusCode, status, res.body);
+  const run = res.json<RunJson>();
+  assert.equal(run.object, 'run');
+  return run;
+}
+
+/** An error response whose errors[] holds exactly these (loc, code) entries, in any order. */
+export function assertFieldErrors(res: LightMyRequestResponse, expected: { loc: Loc; code: string }[]): void {
+  const error = assertError(res, 422, 'invalid_request');
+  assert.ok(error.errors, 'errors[] is set on 422');
+  for (const e of error.errors) {
+    assert.equal(typeof e.message, 'string');
+    assert.ok(e.message.length > 0);
+  }
+  const got = error.errors.map((e) => ({ loc: e.loc, code: e.code })).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+  const want = [...expected].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+  assert.deepEqual(got, want, `errors[] of ${res.body}`);
+}
+
+interface Upload {
+  file_id: string;
+  upload_id: string;
+  part_size_bytes: number;
+  parts: { part_number: number; url: string }[];
+}
+
+/** Starts an upload and leaves it incomplete: a file that stays 'uploading'. */
+export async function beginUpload(s: TestServer, key: string, bytes: Buffer, name: string, mime: string): Promise<Upload> {
+  const res = await call(s, key, 'POST', '/v1/files/upload-url', { file_name: name, mime_type: mime, size_bytes: bytes.length });
+  assert.equal(res.statusCode, 201, res.body);
+  return res.json<Upload>();
+}
+
+/** Uploads and completes a file; returns its id and the status completion gave it. */
+export async function uploadFile(s: TestServer, key: string, bytes: Buffer, name: string, mime: string): Promise<{ id: string; status: string }> {
+  const up = await beginUpload(s, key, bytes, name, mime);
+  const parts = [];
+  for (const p of up.parts) {
+    const chunk = bytes.subarray((p.part_number - 1) * up.part_size_bytes, p.part_number * up.part_size_bytes);
+    const r = await fetch(p.url, { method: 'PUT', body: Uint8Array.from(chunk) });
+    assert.equal(r.status, 200, await r.text());
+    parts.push({ part_number: p.part_number, etag: r.headers.get('etag') ?? '' });
+  }
+  const done = await call(s, key, 'POST', `/v1/files/${up.file_id}/complete`, { upload_id: up.upload_id, parts });
+  assert.equal(done.statusCode, 200, done.body);
+  return { id: up.file_id, status: done.json<{ status: string }>().status };
+}
+
+export async function uploadReady(s: TestServer, key: string, bytes: Buffer, name: string, mime: string): Promise<string> {
+  const f = await uploadFile(s, key, bytes, name, mime);
+  assert.equal(f.status, 'ready');
+  return f.id;
+}
+
+/** What a team holds in the database: balance, runs and ledger rows. */
+export async function teamState(db: Queryable, teamId: string): Promise<{ balance: number; runs: number; ledger: number; holds: number }> {
+  const { rows } = await db.query<{ balance: number; runs: number; ledger: number; holds: number }>(
+    `SELECT t.sparks_available::integer AS balance,
+            (SELECT count(*) FROM runs r WHERE r.team_id = t.id)::integer AS runs,
+            (SELECT count(*) FROM ledger_entries l WHERE l.team_id = t.id)::integer AS ledger,
+            (SELECT count(*) FROM ledger_entries l WHERE l.team_id = t.id AND l.kind = 'hold')::integer AS holds
+       FROM teams t WHERE t.id = $1::uuid`,
+    [teamId],
+  );
+  assert.ok(rows[0], `no team ${teamId}`);
+  return rows[0];
+}
+
+export async function insertElement(db: Queryable, teamId: string, consentActive: boolean): Promise<string> {
+  const id = randomUUID();
+  await db.query(`INSERT INTO elements (id, team_id, kind, name, consent_active) VALUES ($1::uuid, $2::uuid, 'voice', 'Narrator', $3::boolean)`, [
+    id,
+    teamId,
+    consentActive,
+  ]);
+  return id;
+}
+
+export async function sparksOnMe(s: TestServer, key: string): Promise<number> {
+  const res = await call(s, key, 'GET', '/v1/me');
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json<{ sparks_available: number }>().sparks_available;
+}
