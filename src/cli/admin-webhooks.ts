@@ -1,13 +1,6 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { listAttempts, redeliverEvent } from '../webhooks/admin.js';
-import type { WithDb } from './admin.js';
-
-const uuid = (name: string) => (raw: string) => {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(raw)) {
-    throw new InvalidArgumentError(`${name} must be an id (a UUID), got "${raw}"`);
-  }
-  return raw.toLowerCase();
-};
+import { uuid, type WithDb } from './admin.js';
 
 export function webhooksAdminCommand(withDb: WithDb): Command {
   const webhooks = new Command('webhooks').description('webhook deliveries');

@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import type { Config } from '../config/config.js';
+import { webhooksAdminCommand } from './admin-webhooks.js';
 import type { Db } from '../db/pool.js';
 import { createApiKey, DEFAULT_RATE, listApiKeys, parseScopes, RATE_CHOICES, revokeApiKey } from '../auth/key-admin.js';
 import type { Plan, Role, Scope } from '../auth/repository.js';
@@ -54,7 +55,7 @@ function scopes(raw: string): Scope[] {
   }
 }
 
-const uuid = (name: string) => (raw: string) => {
+export const uuid = (name: string) => (raw: string) => {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(raw)) {
     throw new InvalidArgumentError(`${name} must be an id (a UUID), got "${raw}"`);
   }
@@ -163,6 +164,8 @@ export function adminCommand(config: Config, withDb: WithDb): Command {
         return { object: 'list', data: await listBrandKits(db.pool, o.team, Math.min(o.limit, 1000)) };
       }),
     );
+
+  admin.addCommand(webhooksAdminCommand(withDb));
 
   return admin;
 }

@@ -32,7 +32,7 @@ export interface ParsedCss {
 }
 
 /** Media conditions whose colours are not the page's default look. */
-const SKIPPED_MEDIA = /^$never/;
+const SKIPPED_MEDIA = /print|prefers-color-scheme\s*:\s*dark|forced-colors|prefers-contrast/i;
 
 function absolute(url: string, base: string): string | null {
   try {

@@ -20,7 +20,7 @@ export interface PaletteEntry {
 export async function dominantPalette(path: string, max = 6): Promise<PaletteEntry[]> {
   const { data, info } = await sharp(path, { limitInputPixels: MAX_INPUT_PIXELS, failOn: 'error' })
     .rotate()
-    .resize(SAMPLE_SIDE, SAMPLE_SIDE, { fit: 'inside', withoutEnlargement: true })
+    .resize(SAMPLE_SIDE, SAMPLE_SIDE, { fit: 'inside', kernel: 'nearest', withoutEnlargement: true })
     .ensureAlpha()
     .raw()
     .toBuffer({ resolveWithObject: true });
@@ -95,6 +95,9 @@ export async function decodeLogo(bytes: Buffer): Promise<DecodedImage | null> {
       const { data, info } = await sharp(bytes, { density, limitInputPixels: MAX_LOGO_PIXELS, failOn: 'error' })
         .png()
         .toBuffer({ resolveWithObject: true });
+      // An SVG that draws nothing (a <use> of a sprite elsewhere in the page) is not a logo.
+      const { channels } = await sharp(data).stats();
+      if (channels.length === 4 && channels[3]!.max === 0) return null;
       return { bytes: data, ext: 'png', mimeType: 'image/png', sourceFormat: 'svg', width: info.width, height: info.height };
     }
     const kind = meta.format === 'heif' && meta.compression === 'av1' ? { ext: 'avif', mime: 'image/avif' } : RASTER[meta.format ?? ''];

@@ -55,6 +55,7 @@ export async function loadSite(url: string, fetcher: Fetcher, progress: (f: numb
   const inlineSheets = page.styleBlocks.map((text) => parseCss(text, page.baseUrl));
 
   let wave: SheetRef[] = [];
+  let done = 0;
   const enqueue = (ref: SheetRef, into: SheetRef[]) => {
     if (seen.has(ref.url) || !/^https?:/.test(ref.url)) return;
     const provider = fontProvider(ref.url);
@@ -85,7 +86,8 @@ export async function loadSite(url: string, fetcher: Fetcher, progress: (f: numb
           else warnings.push(`stylesheet ${ref.url}: ${err instanceof Error ? err.message : 'failed'}`);
           return null;
         } finally {
-          progress(0.2 + 0.3 * Math.min(1, seen.size ? (fetched.length + 1) / seen.size : 1));
+          done++;
+          progress(0.2 + 0.3 * Math.min(1, done / Math.max(1, Math.min(seen.size, fetcher.limits.maxStylesheets))));
         }
       }),
     );
