@@ -11,7 +11,10 @@
  * alternate which side goes first; `sync` runs before every phase; medians are reported. The RSS
  * target is checked against every upload, the warm-up one (a cold server) included.
  *
- * Environment: DATABASE_URL (else an embedded PostgreSQL in a temp dir), BENCH_ROUNDS (3),
+ * CPU seconds (server and client from /proc) are reported too: unlike wall time on a shared
+ * machine, they barely move with load.
+ *
+ * Environment: DATABASE_URL (else an embedded PostgreSQL in a temp dir), BENCH_ROUNDS (5),
  * BENCH_WARMUP (1), BENCH_FILE_MIB (1024), BENCH_PART_MIB (8), BENCH_IN_FLIGHT (4),
  * BENCH_LOG_LEVEL (warn).
  */
@@ -23,7 +26,8 @@ import { fileURLToPath } from 'node:url';
 import { createLogger } from '../src/logger.js';
 import { startServerChild, type ServerChild } from './lib/children.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
-import { bufferedCopy, inFlight, machineLoad, md5Only, plainWrite, putPart, sampleRss, streamCopy, syncDisks, SyntheticFile } from './lib/upload-io.js';
+import { diagnostics, inFlight, machineLoad, plainWrite, procCpuSeconds, putPart, sampleRss, syncDisks } from './lib/upload-io.js';
+import { SyntheticFile, type Timing } from './lib/upload-io.js';
 
 const RATIO_TARGET = 0.5;
 const RSS_GROWTH_TARGET_MB = 100;
@@ -39,7 +43,7 @@ function envInt(name: string, fallback: number, min: number): number {
 }
 
 const settings = {
-  rounds: envInt('BENCH_ROUNDS', 3, 1),
+  rounds: envInt('BENCH_ROUNDS', 5, 1),
   warmup: envInt('BENCH_WARMUP', 1, 0),
   fileBytes: envInt('BENCH_FILE_MIB', 1024, 1) * MIB,
   partBytes: envInt('BENCH_PART_MIB', 8, 1) * MIB,
@@ -63,6 +67,9 @@ interface UploadRun {
   completeS: number;
   totalS: number;
   status: string;
+  serverCpuPutS: number;
+  serverCpuCompleteS: number;
+  clientCpuPutS: number;
   rssBeforeBytes: number;
   rssPeakBytes: number;
   rssGrowthBytes: number;
@@ -100,6 +107,7 @@ async function uploadOnce(child: ServerChild, key: string, data: SyntheticFile, 
     if (up.part_size_bytes !== data.partBytes || up.parts.length !== data.partCount) {
       throw new Error(`the API chose ${up.parts.length} parts of ${up.part_size_bytes} bytes; expected ${data.partCount} of ${data.partBytes}`);
     }
+    const cpu0 = { server: procCpuSeconds(child.pid), client: procCpuSeconds(process.pid) };
     const t0 = performance.now();
     const etags = await inFlight(up.parts.length, settings.inFlight, (i) => {
       const part = up.parts[i];
@@ -107,6 +115,7 @@ async function uploadOnce(child: ServerChild, key: string, data: SyntheticFile, 
       return putPart(part.url, data.part(part.part_number, round), agent);
     });
     const t1 = performance.now();
+    const cpu1 = { server: procCpuSeconds(child.pid), client: procCpuSeconds(process.pid) };
     const done = await api<{ status: string }>(
       `${child.url}/v1/files/${up.file_id}/complete`,
       key,
@@ -121,6 +130,9 @@ async function uploadOnce(child: ServerChild, key: string, data: SyntheticFile, 
       completeS: (t2 - t1) / 1000,
       totalS: (t2 - t0) / 1000,
       status: done.status,
+      serverCpuPutS: cpu1.server - cpu0.server,
+      serverCpuCompleteS: procCpuSeconds(child.pid) - cpu1.server,
+      clientCpuPutS: cpu1.client - cpu0.client,
       rssBeforeBytes: trace.before,
       rssPeakBytes: trace.peak,
       rssGrowthBytes: trace.peak - trace.before,
@@ -176,7 +188,7 @@ async function main(): Promise<void> {
         `${settings.partBytes / MIB} MiB, ${settings.inFlight} in flight; ${settings.rounds} round(s), alternating order\n`,
     );
 
-    const plainRuns: { round: number; seconds: number }[] = [];
+    const plainRuns: (Timing & { round: number })[] = [];
     const uploadRuns: UploadRun[] = [];
     const warmupRuns: UploadRun[] = [];
     const loadBefore = machineLoad();
@@ -187,9 +199,9 @@ async function main(): Promise<void> {
         clearOutputs();
         syncDisks();
         if (side === 'plain') {
-          const seconds = await plainWrite(plainFile, data, round);
-          if (round >= 1) plainRuns.push({ round, seconds });
-          process.stdout.write(`  ${label.padEnd(8)} plain write ${mbps(data.totalBytes, seconds).toFixed(0).padStart(6)} MB/s  ${seconds.toFixed(2)} s\n`);
+          const t = await plainWrite(plainFile, data, round);
+          if (round >= 1) plainRuns.push({ round, ...t });
+          process.stdout.write(`  ${label.padEnd(8)} plain write ${mbps(data.totalBytes, t.seconds).toFixed(0).padStart(6)} MB/s  ${t.seconds.toFixed(2)} s\n`);
         } else {
           const run = await uploadOnce(child, database.key, data, round);
           (round >= 1 ? uploadRuns : warmupRuns).push(run);
@@ -204,46 +216,39 @@ async function main(): Promise<void> {
 
     // Diagnostics: the two costs the upload path adds over a plain write, each measured alone.
     clearOutputs();
-    const md5S = md5Only(data, 0);
-    await plainWrite(plainFile, data, 0);
-    syncDisks();
-    const copyS = await streamCopy(plainFile, `${plainFile}.copy`);
-    fs.rmSync(`${plainFile}.copy`, { force: true });
-    syncDisks();
-    const bufCopyS = await bufferedCopy(plainFile, `${plainFile}.copy`);
-    fs.rmSync(`${plainFile}.copy`, { force: true });
+    const { md5, streamCp, bufferedCp } = await diagnostics(data, plainFile);
     clearOutputs();
     const loadAfter = machineLoad();
     const idleAfterBytes = await child.rss();
     await cleanup();
 
     const bytes = data.totalBytes;
+    const med = (f: (r: UploadRun) => number) => median(uploadRuns.map(f));
     const plainS = median(plainRuns.map((r) => r.seconds));
-    const totalS = median(uploadRuns.map((r) => r.totalS));
-    const putS = median(uploadRuns.map((r) => r.putS));
-    const completeS = median(uploadRuns.map((r) => r.completeS));
-    const ratio = mbps(bytes, totalS) / mbps(bytes, plainS);
-    const putRatio = mbps(bytes, putS) / mbps(bytes, plainS);
+    const [totalS, putS, completeS] = [med((r) => r.totalS), med((r) => r.putS), med((r) => r.completeS)];
+    const ratio = plainS / totalS;
+    const putRatio = plainS / putS;
     const worst = [...warmupRuns, ...uploadRuns].reduce((a, b) => (b.rssGrowthBytes > a.rssGrowthBytes ? b : a));
     const ratioPass = ratio >= RATIO_TARGET;
     const rssPass = mb(worst.rssGrowthBytes) < RSS_GROWTH_TARGET_MB;
-    const row = (name: string, s: number, note = '') =>
-      `${name.padEnd(40)}${mbps(bytes, s).toFixed(0).padStart(8)}${s.toFixed(2).padStart(10)}${note ? `  ${note}` : ''}`;
+    const runsOf = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(' / ');
+    const row = (name: string, s: number, cpu: string, note = '') =>
+      `${name.padEnd(40)}${mbps(bytes, s).toFixed(0).padStart(7)}${s.toFixed(2).padStart(9)}${cpu.padStart(16)}  ${note}`;
+    const cpuServer = (f: (r: UploadRun) => number) => `${med(f).toFixed(2)} srv`;
     const lines = [
       '',
-      `${'name'.padEnd(40)}${'MB/s'.padStart(8)}${'seconds'.padStart(10)}  (medians of ${settings.rounds})`,
-      row('plain fs.createWriteStream', plainS, plainRuns.map((r) => r.seconds.toFixed(2)).join(' / ')),
-      row('upload: first PUT -> complete response', totalS, uploadRuns.map((r) => r.totalS.toFixed(2)).join(' / ')),
-      row('  PUT phase (4 in flight)', putS, uploadRuns.map((r) => r.putS.toFixed(2)).join(' / ')),
-      row('  complete (assemble + probe)', completeS, `status ${[...new Set(uploadRuns.map((r) => r.status))].join(', ')}`),
-      row('diag: MD5 alone, 64 KiB updates', md5S),
-      row('diag: file copy, createReadStream pipe', copyS),
-      row('diag: file copy, 8 MiB FileHandle r/w', bufCopyS),
+      `${'name'.padEnd(40)}${'MB/s'.padStart(7)}${'seconds'.padStart(9)}${'CPU s'.padStart(16)}  runs (s); medians of ${settings.rounds}`,
+      row('plain fs.createWriteStream', plainS, `${median(plainRuns.map((r) => r.cpuS)).toFixed(2)}`, runsOf(plainRuns.map((r) => r.seconds))),
+      row('upload: first PUT -> complete response', totalS, cpuServer((r) => r.serverCpuPutS + r.serverCpuCompleteS), runsOf(uploadRuns.map((r) => r.totalS))),
+      row('  PUT phase (4 in flight)', putS, cpuServer((r) => r.serverCpuPutS), `${runsOf(uploadRuns.map((r) => r.putS))}; client CPU ${med((r) => r.clientCpuPutS).toFixed(2)} s`),
+      row('  complete (assemble + probe)', completeS, cpuServer((r) => r.serverCpuCompleteS), `${runsOf(uploadRuns.map((r) => r.completeS))}; status ${[...new Set(uploadRuns.map((r) => r.status))].join(', ')}`),
+      row('diag: MD5 alone, 64 KiB updates', md5.seconds, md5.cpuS.toFixed(2)),
+      row('diag: file copy, createReadStream pipe', streamCp.seconds, streamCp.cpuS.toFixed(2)),
+      row('diag: file copy, 8 MiB FileHandle r/w', bufferedCp.seconds, bufferedCp.cpuS.toFixed(2)),
       '',
-      `ratio upload/plain: ${ratio.toFixed(3)} (target >= ${RATIO_TARGET.toFixed(2)})  ${ratioPass ? 'PASS' : 'FAIL'}` +
-        `  [PUT phase alone ${putRatio.toFixed(3)}]`,
+      `ratio upload/plain: ${ratio.toFixed(3)} (target >= ${RATIO_TARGET.toFixed(2)})  ${ratioPass ? 'PASS' : 'FAIL'}  [PUT phase alone ${putRatio.toFixed(3)}]`,
       `server RSS growth during upload: ${mb(worst.rssGrowthBytes).toFixed(1)} MB (target < ${RSS_GROWTH_TARGET_MB} MB)  ` +
-        `${rssPass ? 'PASS' : 'FAIL'}  [worst round ${worst.round}: ${mb(worst.rssBeforeBytes).toFixed(1)} MB before, ` +
+        `${rssPass ? 'PASS' : 'FAIL'}  [worst: ${worst.round < 1 ? 'warm-up' : `round ${worst.round}`}, ${mb(worst.rssBeforeBytes).toFixed(1)} MB before, ` +
         `peak ${mb(worst.rssPeakBytes).toFixed(1)} MB, ${worst.rssSamples} samples; idle after all rounds ${mb(idleAfterBytes).toFixed(1)} MB]`,
       `machine: load ${loadBefore.load1.toFixed(2)} -> ${loadAfter.load1.toFixed(2)}, CPU pressure ${loadBefore.cpuPressure10s ?? '?'}% -> ` +
         `${loadAfter.cpuPressure10s ?? '?'}% on ${os.availableParallelism()} CPUs (client, API server and PostgreSQL share them)`,
@@ -259,7 +264,7 @@ async function main(): Promise<void> {
       settings,
       database: database.server,
       machine_load: { before: loadBefore, after: loadAfter },
-      units: { throughput: 'MB/s (10^6 bytes)', rss: 'MB (10^6 bytes)' },
+      units: { throughput: 'MB/s (10^6 bytes)', rss: 'MB (10^6 bytes)', cpu: 'CPU seconds, user + system' },
       plain: { median_s: plainS, mb_per_s: mbps(bytes, plainS), runs: plainRuns },
       upload: {
         median_total_s: totalS,
@@ -269,14 +274,7 @@ async function main(): Promise<void> {
         median_complete_s: completeS,
         runs: uploadRuns,
       },
-      diagnostics: {
-        md5_only_s: md5S,
-        md5_mb_per_s: mbps(bytes, md5S),
-        stream_copy_s: copyS,
-        stream_copy_mb_per_s: mbps(bytes, copyS),
-        buffered_copy_s: bufCopyS,
-        buffered_copy_mb_per_s: mbps(bytes, bufCopyS),
-      },
+      diagnostics: { md5_only: md5, stream_copy: streamCp, buffered_copy_8mib: bufferedCp },
       ratio: { value: ratio, put_phase_only: putRatio, target: RATIO_TARGET, pass: ratioPass },
       rss_growth_mb: {
         value: mb(worst.rssGrowthBytes),

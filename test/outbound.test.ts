@@ -131,6 +131,12 @@ describe('outbound requests', () => {
     await refused(outboundRequest(`${base}/hang`, opts({ timeoutMs: 300 })), 'timeout');
   });
 
+  test('truncateAt keeps the status and a prefix of a large body', async () => {
+    const res = await outboundRequest(`${base}/big`, opts({ maxBytes: 1000, truncateAt: 100 }));
+    assert.equal(res.status, 200);
+    assert.ok(res.body.length >= 100 && res.body.length < 64 * 1024, `kept ${res.body.length} bytes`);
+  });
+
   test('URL rules: schemes, credentials, https-only', async () => {
     await refused(outboundRequest('ftp://example.com/x', opts()), 'bad_url');
     await refused(outboundRequest('not a url', opts()), 'bad_url');

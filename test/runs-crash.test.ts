@@ -2,9 +2,9 @@
 // database and storage: kill -9 mid-run, a frozen (SIGSTOP) worker, many workers on one queue.
 // The two suites run side by side, each on its own server with its own two worker processes.
 import assert from 'node:assert/strict';
-import { before, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { assertSettledOnce, engineSuite, runState, stoppedLine, TeamClient, waitFinal, waitFor, type Engine } from './helpers/runs-harness.js';
-import { WorkerProcess } from './helpers/worker-processes.js';
+import { killWorkerProcesses, WorkerProcess } from './helpers/worker-processes.js';
 
 /** Two live worker processes (concurrency 1 each) of one server; a killed one is replaced. */
 class Pool {
@@ -76,6 +76,9 @@ function processSuite(name: string, body: (e: Engine, p: Pool) => void): void {
     { afterEach: async () => pool?.settle(), after: async () => pool?.killAll() },
   );
 }
+
+// Whatever happened in the suites: no worker process outlives this file.
+after(killWorkerProcesses);
 
 describe('run engine: real worker processes', { concurrency: true }, () => {
   processSuite('kill -9 and SIGSTOP mid-run', (e, p) => {

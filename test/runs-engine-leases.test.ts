@@ -28,7 +28,7 @@ async function lapse(e: Engine, runId: string, token: string): Promise<void> {
 }
 
 describe('run engine: leases (in-process workers)', { concurrency: true }, () => {
-  engineSuite('a lapsed lease', (e) => {
+  engineSuite('lapsed and unrenewable leases', (e) => {
     test('a lapsed lease is retaken; the old holder stops and can neither renew nor settle', async () => {
       const c = await TeamClient.create(e.s);
       await e.workers.start({ concurrency: 2 });
@@ -49,6 +49,30 @@ describe('run engine: leases (in-process workers)', { concurrency: true }, () =>
       assert.equal(done.attempts, 2);
       await assertSettledOnce(e.db(), done);
       assert.equal(stoppedLine(e.s.logs.text(), run.id, 2), undefined, 'the second execution was not stopped');
+    });
+
+    test('a worker that cannot renew its lease stops the tool on its own before the lease lapses', async () => {
+      const c = await TeamClient.create(e.s);
+      const w = await e.workers.start({ concurrency: 1 });
+      const run = await c.start('hang');
+      await leasedOn(e, run.id, 1);
+      await waitFor('the tool to run', async () => (w.busy === 1 ? true : undefined));
+      // Renewals now wait behind this row lock, as they would for a database the worker cannot
+      // reach; claims skip the locked row, so nobody else can take the run meanwhile either.
+      const locker = await e.s.database.db.pool.connect();
+      try {
+        await locker.query('BEGIN');
+        await locker.query('SELECT id FROM runs WHERE id = $1::uuid FOR UPDATE', [run.id]);
+        // Deadline: the lease (3 s) from its last renewal, plus slack for a loaded machine.
+        const line = await waitFor('the execution to fence itself', async () => stoppedLine(e.s.logs.text(), run.id, 1), 5000);
+        assert.equal(line.reason, 'lease_lost');
+        await waitFor('the worker to let the run go', async () => (w.busy === 0 ? true : undefined), 1000);
+        assert.deepEqual(workDirs(run.id), []);
+      } finally {
+        await locker.query('ROLLBACK');
+        locker.release();
+      }
+      assert.equal((await c.api('POST', `/v1/runs/${run.id}/cancel`)).status, 200);
     });
   });
 

@@ -4,10 +4,15 @@
 // worker processes killed mid-run: runs-crash.test.ts. The two suites run side by side, each on
 // its own server and database.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import { createLogger } from '../src/logger.js';
-import { verifyOutputs } from '../src/runs/outputs.js';
+import { resolveMediaBinaries } from '../src/media/binaries.js';
+import { storeOutputs, verifyOutputs } from '../src/runs/outputs.js';
+import { ToolError } from '../src/tools/manifest.js';
 import {
   assertSettledOnce,
   engineSuite,
@@ -20,6 +25,7 @@ import {
   workDirs,
   type RunBody,
 } from './helpers/runs-harness.js';
+import { makePng } from './helpers/media.js';
 
 /** A deliberate random pause to place a cancel at a random moment (not a wait for a condition). */
 const jitter = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -100,6 +106,26 @@ describe('run engine (in-process workers)', { concurrency: true }, () => {
       assert.doesNotMatch(bad.error ?? '', /\/tmp|toolrun-run-/, 'no server paths in the error');
       for (const r of [crashed, bad]) await assertSettledOnce(e.db(), r);
       assert.deepEqual(c.storedObjects(garbage.id), []);
+    });
+
+    test('storing outputs: when a later output is unreadable, the ones already stored are deleted', async () => {
+      const c = await TeamClient.create(e.s);
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-engine-'));
+      try {
+        fs.writeFileSync(path.join(dir, 'good.png'), await makePng(64, 48));
+        fs.writeFileSync(path.join(dir, 'bad.png'), 'not an image');
+        const runId = randomUUID();
+        const outputs = ['good.png', 'bad.png'].map((f) => ({ path: path.join(dir, f), fileName: f, mimeType: 'image/png' }));
+        const opts = { teamId: c.team.teamId, runId, storage: e.s.storage, media: resolveMediaBinaries(), maxBytes: 1 << 30 };
+        await assert.rejects(storeOutputs(outputs, opts), (err: Error) => err instanceof ToolError && /unreadable output/.test(err.message));
+        assert.deepEqual(c.storedObjects(runId), [], 'the first, good output was not left behind');
+        const stopped = new AbortController();
+        stopped.abort('canceled');
+        await assert.rejects(storeOutputs(outputs.slice(0, 1), { ...opts, signal: stopped.signal }));
+        assert.deepEqual(c.storedObjects(runId), [], 'nothing stored once the run was stopped');
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
     });
 
     test('outputs: 409 output_not_ready until checked, then 200; a failed check answers 404 output_not_found', async () => {

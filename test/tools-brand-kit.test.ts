@@ -59,6 +59,7 @@ function context(values: Record<string, unknown>, opts: { allowPrivate?: boolean
     media: resolveMediaBinaries(),
     logger: pino({ level: 'silent' }),
     outbound: { allowPrivate: opts.allowPrivate ?? true },
+    limits: { ffmpegThreads: 2, maxOutputBytes: 4 * 1024 ** 3 },
   };
 }
 

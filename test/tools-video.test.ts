@@ -72,6 +72,7 @@ async function context(slot: string, files: string[], values: Record<string, unk
     media,
     logger: createLogger('silent'),
     outbound: { allowPrivate: false },
+    limits: { ffmpegThreads: 2, maxOutputBytes: 4 * 1024 ** 3 },
   };
   return { ctx, progress, abort };
 }
@@ -176,6 +177,16 @@ describe('video_transition on real ffmpeg', () => {
     assert.equal(g.width, 320);
     assert.ok(isRed((await frameAt(out.path, 1)).all));
     assert.ok(isBlue((await frameAt(out.path, 4)).all));
+  });
+
+  test('a middle clip shorter than its two transitions: they are chained, the length formula still holds', async () => {
+    // Green is 1.53 s (23 frames at 15 fps): shorter than 2 x 0.9 s, longer than 0.9 s.
+    const { out } = await transition([clip.red!, clip.green!, clip.blue!], { style: 'wipe_left', duration_seconds: 0.9 });
+    const p = await probe(out.path);
+    const green = 23 / 15;
+    assert.ok(Math.abs(p.duration - (2 + green + 2 - 2 * 0.9)) <= 2 * FRAME, `duration ${p.duration}`);
+    assert.ok(isRed((await frameAt(out.path, 0.5)).all));
+    assert.ok(isBlue((await frameAt(out.path, p.duration - 0.3)).all));
   });
 
   test('a clip that ffprobe finds shorter than the transition fails the run with a clear error', async () => {

@@ -3,9 +3,10 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { createDb } from '../src/db/pool.js';
 import type { RunWorker } from '../src/runs/worker.js';
 import { AdminError } from '../src/teams/repository.js';
-import { listAttempts, redeliverEvent } from '../src/webhooks/admin.js';
+import { listAttempts, redeliverEvent, type AttemptView } from '../src/webhooks/admin.js';
 import { createLogger } from '../src/logger.js';
 import { createTestDatabase } from './helpers/db.js';
+import { cliEnv, killLiveChildren, runCli } from './helpers/process.js';
 import type { TeamFixture } from './helpers/fixtures.js';
 import { closeReceivers, fail500, ok, Receiver, redirectTo, type Received } from './helpers/receiver.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -28,7 +29,7 @@ import {
 } from './helpers/webhooks.js';
 
 const tools = testRegistry();
-const ENV = { TOOLRUN_ALLOW_PRIVATE_NETWORK: '1', TOOLRUN_WEBHOOK_RETRY_DELAYS: '1,1,1', TOOLRUN_WORKER_POLL_MS: '200' };
+const ENV = { TOOLRUN_ALLOW_PRIVATE_NETWORK: '1', TOOLRUN_WEBHOOK_RETRY_DELAYS: '1,1,1', TOOLRUN_WORKER_POLL_MS: '200', TOOLRUN_WEBHOOK_CONCURRENCY: '4' };
 let s: TestServer;
 let runWorker: RunWorker;
 /** The team of the current test (a fresh one each, so the 10-endpoint limit never bites) and its runs. */
@@ -45,6 +46,7 @@ beforeEach(async () => {
   runs = await new Runs(s, team.key).init();
 });
 after(async () => {
+  killLiveChildren();
   await stopWebhookWorkers();
   await runWorker.stop(1000);
   await closeReceivers();
@@ -52,6 +54,13 @@ after(async () => {
 });
 
 const db = () => s.database.db;
+
+/** `toolrun <args>` as a child process on the test database; its one JSON line. */
+async function cli<T>(args: string[]): Promise<T> {
+  const r = await runCli(args, cliEnv({ DATABASE_URL: s.database.url, TOOLRUN_DATA_DIR: s.config.dataDir }));
+  assert.equal(r.code, 0, `toolrun ${args.join(' ')}: ${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
+}
 
 async function deliveryStatus(endpointId: string, want: string): Promise<void> {
   await waitFor(`delivery of ${endpointId} to be ${want}`, async () => {
@@ -86,12 +95,14 @@ async function barrier(): Promise<void> {
 describe('webhook deliveries', () => {
   test('a finished run is POSTed once, signed over the raw bytes, with the run as GET shows it', async () => {
     const r = await Receiver.start();
-    const e = await createEndpoint(s, team.key, r.url('/hooks/in'));
+    const e = await createEndpoint(s, team.key, r.url('/hooks/in?source=toolrun'));
+    const other = await webhookTeam(db());
+    const elsewhere = await createEndpoint(s, other.key, (await Receiver.start()).url());
     const run = await runs.canceled();
     const [got] = await r.waitForRequests(1);
     assert.ok(got);
     const { event, deliveryId } = assertSignedDelivery(got, e.signing_secret, 'run.canceled');
-    assert.equal(got.path, '/hooks/in');
+    assert.equal(got.path, '/hooks/in?source=toolrun');
     assert.deepEqual(event.data, { run: await runs.get(run.id) });
     assert.deepEqual(event.data.run, run, 'the run as the cancel answer showed it');
     assert.equal(event.id, (await eventOfRun(db(), run.id)).id);
@@ -99,6 +110,7 @@ describe('webhook deliveries', () => {
     const [row] = await deliveriesOf(db(), e.id);
     assert.equal(row?.id, deliveryId);
     assert.equal(r.requests.length, 1);
+    assert.deepEqual(await deliveriesOf(db(), elsewhere.id), [], "another team's endpoint gets nothing");
 
     // The test's own verifier refuses what it must.
     const header = String(got.headers['service-signature']);
@@ -149,7 +161,7 @@ describe('webhook deliveries', () => {
 
 describe('webhook retries', () => {
   test('fails twice, then 204: three attempts, same event, body and delivery id, each signed anew', async () => {
-    const r = (await Receiver.start()).program(fail500, fail500, ok);
+    const r = (await Receiver.start()).program(fail500, fail500, { status: 204, delayMs: 500 });
     const e = await createEndpoint(s, team.key, r.url());
     const run = await runs.canceled();
     const got = await r.waitForRequests(3);
@@ -179,7 +191,7 @@ describe('webhook retries', () => {
 
   test('a 302 is a failure and is not followed; a refused connection is retried', async () => {
     const target = await Receiver.start();
-    const redirecting = (await Receiver.start()).program(redirectTo(target.url()), ok);
+    const redirecting = (await Receiver.start()).program(redirectTo(target.url()), { status: 200, body: 'thanks\u0000!' });
     const down = await Receiver.start();
     await down.down();
     const eRedirect = await createEndpoint(s, team.key, redirecting.url());
@@ -194,54 +206,66 @@ describe('webhook retries', () => {
     await deliveryStatus(eDown.id, 'delivered');
     assert.equal(target.requests.length, 0, 'the Location was never fetched');
     const attempts = await listAttempts(db().pool, eRedirect.id);
-    assert.deepEqual(attempts.map((a) => a.status_code), [302, 204]);
+    assert.deepEqual(attempts.map((a) => [a.status_code, a.response_excerpt]), [
+      [302, null],
+      [200, 'thanks\uFFFD!'],
+    ]);
     assert.match(String(attempts[0]?.error), /redirect/);
     assert.equal(down.requests.length, 1);
     assert.deepEqual((await listAttempts(db().pool, eDown.id)).map((a) => a.status_code).at(-1), 204);
   });
 
-  test('after the last retry the delivery is given up; redeliver sends it again with the same id', async () => {
+  test('after the last retry the delivery is given up; `toolrun admin webhooks` lists and redelivers it', async () => {
     const r = (await Receiver.start()).otherwise(fail500);
     const e = await createEndpoint(s, team.key, r.url());
     const run = await runs.canceled();
     await deliveryStatus(e.id, 'failed');
     assert.equal(r.requests.length, 4, 'the first attempt and one per delay (1,1,1)');
     assert.deepEqual((await deliveriesOf(db(), e.id)).map((d) => d.attempts), [4]);
+    const deliveryId = String(r.requests[0]?.headers['service-delivery']);
+    const listed = await cli<{ object: string; data: AttemptView[] }>(['admin', 'webhooks', 'attempts', '--endpoint', e.id]);
+    assert.equal(listed.object, 'list');
+    assert.deepEqual(listed.data, await listAttempts(db().pool, e.id));
+    assert.deepEqual(listed.data.map((a) => [a.delivery_id, a.status_code]), Array(4).fill([deliveryId, 500]));
+
     const eventId = (await eventOfRun(db(), run.id)).id;
     r.otherwise(ok);
-    const out = await redeliverEvent(db().pool, eventId);
-    assert.deepEqual(out.deliveries, [String(r.requests[0]?.headers['service-delivery'])]);
+    const out = await cli<{ event_id: string; deliveries: string[] }>(['admin', 'webhooks', 'redeliver', '--event', eventId]);
+    assert.deepEqual(out, { event_id: eventId, deliveries: [deliveryId] });
     await r.waitForRequests(5);
     await deliveryStatus(e.id, 'delivered');
     const last = assertSignedDelivery(r.requests[4]!, e.signing_secret, 'run.canceled');
-    assert.equal(last.deliveryId, r.requests[0]?.headers['service-delivery']);
+    assert.equal(last.deliveryId, deliveryId);
     assert.ok(r.requests[4]!.body.equals(r.requests[0]!.body));
     await assert.rejects(redeliverEvent(db().pool, eventId), AdminError, 'nothing given up any more');
   });
 
-  test('a receiver that hangs times out after 10 s without holding up another endpoint', async () => {
-    const slow = (await Receiver.start()).program('hang', ok);
+  test('a receiver that hangs times out after 10 s, and never holds up another endpoint meanwhile', async () => {
+    // Five runs while the slow endpoint hangs on everything: more than the worker's 4 slots.
+    const slow = (await Receiver.start()).otherwise('hang');
     const fast = await Receiver.start();
     const eSlow = await createEndpoint(s, team.key, slow.url());
     const eFast = await createEndpoint(s, team.key, fast.url());
-    const one = await runs.canceled();
-    await slow.waitForRequests(1);
-    await fast.waitForRequests(1);
-    const two = await runs.canceled();
-    const got = await fast.waitForRequests(2);
-    const runOf = (g: Received) => eventOf(g).data.run?.id;
-    assert.deepEqual(got.map(runOf), [one.id, two.id]);
-    assert.deepEqual(slow.open.map(runOf), [one.id], 'the slow endpoint is still hanging on the first run');
-    const timedOut = await waitFor('the timed-out attempt', async () =>
-      (await listAttempts(db().pool, eSlow.id)).find((a) => a.status_code === null),
-    );
-    assert.equal(timedOut?.status_code, null);
-    assert.match(String(timedOut?.error), /within 10000 ms/);
-    assert.ok(Number(timedOut?.duration_ms) >= 9_990, `duration ${timedOut?.duration_ms}`);
-    assert.equal(slow.open.length, 0, 'the sender hung up');
-    await deliveryStatus(eSlow.id, 'delivered');
-    assert.equal(slow.requests.length, 3, 'the hung run, then its retry and the second run');
+    const started = Date.now();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await runs.canceled()).id);
+    const got = await fast.waitForRequests(5, 5000);
+    assert.deepEqual(got.map((g) => eventOf(g).data.run?.id).sort(), [...ids].sort());
+    assert.ok(slow.open.length >= 1, 'the slow endpoint is still hanging');
+    assert.deepEqual(await listAttempts(db().pool, eSlow.id), [], 'no attempt to the slow endpoint has ended yet');
+    assert.ok(Date.now() - started < 9000, 'the fast endpoint did not wait for a slow timeout');
     await deliveryStatus(eFast.id, 'delivered');
+
+    const timedOut = await waitFor('the timed-out attempt', async () => (await listAttempts(db().pool, eSlow.id))[0]);
+    assert.equal(timedOut.status_code, null);
+    assert.match(String(timedOut.error), /within 10000 ms/);
+    assert.ok(timedOut.duration_ms >= 9_990, `duration ${timedOut.duration_ms}`);
+    assert.equal(eventOf(slow.requests[0]!).data.run?.id, ids[0]);
+    // Let the rest through: what hangs now is answered, later attempts get 204.
+    slow.otherwise(ok).release(ok);
+    await deliveryStatus(eSlow.id, 'delivered');
+    const deliveredRuns = new Set(slow.requests.filter((r) => r.answered).map((r) => eventOf(r).data.run?.id));
+    assert.deepEqual([...deliveredRuns].sort(), [...ids].sort());
   });
 });
 

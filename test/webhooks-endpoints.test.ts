@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config/config.js';
 import { updateMember } from '../src/teams/repository.js';
 import { listAttempts } from '../src/webhooks/admin.js';
 import { createTestApp, type TestApp } from './helpers/app.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import { assertError } from './helpers/error-envelope.js';
 import { makeTeam } from './helpers/fixtures.js';
-import { closeReceivers, fail500, ok, Receiver, redirectTo } from './helpers/receiver.js';
+import { closeReceivers, fail500, Receiver, redirectTo } from './helpers/receiver.js';
 import { assertFieldErrors } from './helpers/runs.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { testRegistry } from './helpers/test-tools.js';
@@ -140,7 +141,12 @@ describe('webhook endpoints: create, list, update, delete', () => {
       { loc: ['body', 'enabled'], code: 'wrong_type' },
     ]);
     assertFieldErrors(await patch({ url: PUBLIC_URL }), [{ loc: ['body', 'url'], code: 'unknown_field' }]);
-    assertFieldErrors(await req(pub, team.key, 'PATCH', '/v1/webhook-endpoints/not-a-uuid', {}), [{ loc: ['path', 'endpoint_id'], code: 'invalid_format' }]);
+    // urn:uuid:... passes Ajv's uuid format but not PostgreSQL's uuid type.
+    for (const bad of ['not-a-uuid', `urn:uuid:${e.id}`, `${e.id}0`]) {
+      for (const [method, url, body] of operations(bad).slice(2)) {
+        assertFieldErrors(await req(pub, team.key, method, url, body), [{ loc: ['path', 'endpoint_id'], code: 'invalid_format' }]);
+      }
+    }
     const list = await req(pub, team.key, 'GET', '/v1/webhook-endpoints');
     assert.deepEqual(list.json<{ data: EndpointJson[] }>().data.map((x) => x.events), [ALL_EVENTS], 'only the valid create went through');
   });
@@ -148,7 +154,8 @@ describe('webhook endpoints: create, list, update, delete', () => {
   test('url: https only, at most 2048 characters, public hosts unless private networks are allowed', async () => {
     const team = await webhookTeam(database.db);
     const post = (t: TestApp, url: unknown) => req(t, team.key, 'POST', '/v1/webhook-endpoints', { url });
-    for (const url of ['http://93.184.215.14/hooks', 'ftp://93.184.215.14/x', 'not a url', '/relative', 'https://user:pw@93.184.215.14/', 'http://127.0.0.1:1/']) {
+    const malformed = ['not a url', '/relative', 'https://user:pw@93.184.215.14/', 'https://93.184.215.14/a\u0000b', 'https://93.184.215.14/a\nb', ' https://93.184.215.14/'];
+    for (const url of ['http://93.184.215.14/hooks', 'ftp://93.184.215.14/x', 'http://127.0.0.1:1/', ...malformed]) {
       assertFieldErrors(await post(pub, url), [{ loc: ['body', 'url'], code: 'url_not_https' }]);
     }
     assertFieldErrors(await post(priv, 'http://127.0.0.1:1/'), [{ loc: ['body', 'url'], code: 'url_not_https' }]);
@@ -285,7 +292,7 @@ describe('webhook endpoints: test ping', () => {
     const team = await webhookTeam(priv.database.db);
     const target = await Receiver.start();
     const r = await Receiver.start();
-    r.program(fail500, redirectTo(target.url()), ok);
+    r.program(fail500, redirectTo(target.url()), { status: 200, body: 'ok\u0000' });
     const e = await createEndpoint(priv, team.key, r.url());
     const ping = async () => {
       const res = await req(priv, team.key, 'POST', `/v1/webhook-endpoints/${e.id}/test`);
@@ -299,12 +306,34 @@ describe('webhook endpoints: test ping', () => {
     assert.deepEqual([redirected.delivered, redirected.response_code], [false, 302]);
     assert.match(String(redirected.error), /redirect/);
     assert.equal(target.requests.length, 0, 'the redirect was not followed');
+    const nul = await ping();
+    assert.deepEqual([nul.delivered, nul.response_code, nul.error], [true, 200, null], 'a NUL in the answer is recorded, not a 500');
     await r.down();
     const down = await ping();
     assert.deepEqual([down.delivered, down.response_code], [false, null]);
     assert.match(String(down.error), /ECONNREFUSED|connection/);
-    assert.equal(r.requests.length, 2);
-    assert.deepEqual(r.requests.map((x) => x.headers['service-delivery']), [failed.delivery_id, redirected.delivery_id]);
+    assert.equal(r.requests.length, 3);
+    assert.deepEqual(r.requests.map((x) => x.headers['service-delivery']), [failed.delivery_id, redirected.delivery_id, nul.delivery_id]);
+    const attempts = await listAttempts(priv.database.db.pool, e.id);
+    assert.deepEqual(attempts.map((a) => [a.delivery_id, a.status_code, a.response_excerpt]), [
+      [failed.delivery_id, 500, 'boom'],
+      [redirected.delivery_id, 302, null],
+      [nul.delivery_id, 200, 'ok\uFFFD'],
+      [down.delivery_id, null, null],
+    ]);
+  });
+});
+
+describe('webhook settings', () => {
+  test('the shortened retry schedule and private networks are refused in production', () => {
+    const base = { TOOLRUN_DATA_DIR: '/tmp/unused' };
+    assert.deepEqual(loadConfig(base).webhooks.retryDelaysSeconds, [60, 300, 1800, 7200, 43200]);
+    assert.deepEqual(loadConfig({ ...base, TOOLRUN_WEBHOOK_RETRY_DELAYS: '1, 2,3' }).webhooks.retryDelaysSeconds, [1, 2, 3]);
+    assert.throws(() => loadConfig({ ...base, TOOLRUN_WEBHOOK_RETRY_DELAYS: '1,x' }), /TOOLRUN_WEBHOOK_RETRY_DELAYS/);
+    const production = { ...base, TOOLRUN_ENV: 'production' };
+    assert.throws(() => loadConfig({ ...production, TOOLRUN_WEBHOOK_RETRY_DELAYS: '1' }), (err: unknown) => err instanceof ConfigError && err.variable === 'TOOLRUN_WEBHOOK_RETRY_DELAYS');
+    assert.throws(() => loadConfig({ ...production, TOOLRUN_ALLOW_PRIVATE_NETWORK: '1' }), (err: unknown) => err instanceof ConfigError && err.variable === 'TOOLRUN_ALLOW_PRIVATE_NETWORK');
+    assert.equal(loadConfig(base).webhooks.timeoutMs, 10_000);
   });
 });
 
@@ -312,7 +341,16 @@ describe('webhook deliveries: SSRF', () => {
   test('without private networks, the worker refuses loopback endpoints (rows written around the API)', async () => {
     const team = await webhookTeam(database.db);
     const r = await Receiver.start();
-    const urls = [r.url('/a'), `https://localhost:${r.portNumber}/b`, `https://[::ffff:127.0.0.1]:${r.portNumber}/c`];
+    const port = r.portNumber;
+    const urls = [
+      r.url('/a'),
+      `https://localhost:${port}/b`,
+      `https://[::1]:${port}/c`,
+      `https://[::ffff:127.0.0.1]:${port}/d`,
+      `https://169.254.169.254:${port}/latest/meta-data/`,
+      `https://10.0.0.1:${port}/e`,
+      `https://[fe80::1]:${port}/f`,
+    ];
     const ids: string[] = [];
     for (const url of urls) {
       const id = randomUUID();
@@ -322,12 +360,17 @@ describe('webhook deliveries: SSRF', () => {
       );
       ids.push(id);
     }
+    const ping = await req(pub, team.key, 'POST', `/v1/webhook-endpoints/${ids[0]}/test`);
+    assert.equal(ping.statusCode, 200, ping.body);
+    const pinged = ping.json<{ delivered: boolean; response_code: number | null; error: string | null }>();
+    assert.deepEqual([pinged.delivered, pinged.response_code], [false, null]);
+    assert.match(String(pinged.error), /private, loopback or reserved/);
     await startWebhookWorker(pub);
     const runs = await new Runs(pub, team.key).init();
     await runs.canceled();
     for (const id of ids) {
       const attempts = await waitFor('the refused attempt', async () => {
-        const a = await listAttempts(database.db.pool, id);
+        const a = (await listAttempts(database.db.pool, id)).filter((x) => x.event_type === 'run.canceled');
         return a.length ? a : undefined;
       });
       assert.equal(attempts.length, 1);

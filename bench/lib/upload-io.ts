@@ -81,23 +81,44 @@ export async function inFlight<T>(count: number, limit: number, worker: (i: numb
   return results;
 }
 
-/** The baseline: the same part buffers, in order, through one fs.createWriteStream. Seconds, to 'close'. */
-export async function plainWrite(file: string, data: SyntheticFile, round: number): Promise<number> {
+export interface Timing {
+  seconds: number;
+  /** CPU seconds this process used meanwhile, its libuv threads included. */
+  cpuS: number;
+}
+
+/** Wall and CPU time of `fn` in this process. */
+export async function timed(fn: () => unknown): Promise<Timing> {
+  const cpu0 = procCpuSeconds(process.pid);
   const t0 = performance.now();
-  const ws = createWriteStream(file);
-  for (let n = 1; n <= data.partCount; n++) {
-    for (const c of data.part(n, round)) {
-      if (!ws.write(c)) await once(ws, 'drain');
+  await fn();
+  return { seconds: (performance.now() - t0) / 1000, cpuS: procCpuSeconds(process.pid) - cpu0 };
+}
+
+/** The baseline: the same part buffers, in order, through one fs.createWriteStream, to 'close'. */
+export function plainWrite(file: string, data: SyntheticFile, round: number): Promise<Timing> {
+  return timed(async () => {
+    const ws = createWriteStream(file);
+    for (let n = 1; n <= data.partCount; n++) {
+      for (const c of data.part(n, round)) {
+        if (!ws.write(c)) await once(ws, 'drain');
+      }
     }
-  }
-  ws.end();
-  await once(ws, 'close');
-  return (performance.now() - t0) / 1000;
+    ws.end();
+    await once(ws, 'close');
+  });
 }
 
 /** Flushes dirty pages so that every timed phase starts with the same writeback state. */
 export function syncDisks(): void {
   execFileSync('sync');
+}
+
+/** CPU seconds (user + system, all threads) a process has used: /proc/<pid>/stat utime + stime. */
+export function procCpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
 }
 
 export function procRssBytes(pid: number): number | null {
@@ -136,44 +157,59 @@ export function sampleRss(pid: number, everyMs: number): { stop(): RssTrace } {
   };
 }
 
-/** Diagnostic: MD5 over the same bytes in 64 KiB slices (as socket chunks arrive), no I/O. Seconds. */
-export function md5Only(data: SyntheticFile, round: number): number {
-  const t0 = performance.now();
-  for (let n = 1; n <= data.partCount; n++) {
-    const md5 = createHash('md5');
-    for (const c of data.part(n, round)) {
-      for (let o = 0; o < c.length; o += 65536) md5.update(c.subarray(o, o + 65536));
+/** Diagnostic: MD5 over the same bytes in 64 KiB slices (as socket chunks arrive), no I/O. */
+export function md5Only(data: SyntheticFile, round: number): Promise<Timing> {
+  return timed(() => {
+    for (let n = 1; n <= data.partCount; n++) {
+      const md5 = createHash('md5');
+      for (const c of data.part(n, round)) {
+        for (let o = 0; o < c.length; o += 65536) md5.update(c.subarray(o, o + 65536));
+      }
+      md5.digest();
     }
-    md5.digest();
-  }
-  return (performance.now() - t0) / 1000;
+  });
 }
 
-/** Diagnostic: a file copied as completion assembles parts, default-sized stream chunks. Seconds. */
-export async function streamCopy(from: string, to: string): Promise<number> {
-  const t0 = performance.now();
-  await pipeline(createReadStream(from), createWriteStream(to));
-  return (performance.now() - t0) / 1000;
+/** Diagnostic: a file copied as completion assembles parts, default-sized stream chunks. */
+export function streamCopy(from: string, to: string): Promise<Timing> {
+  return timed(() => pipeline(createReadStream(from), createWriteStream(to)));
 }
 
-/** Diagnostic: the same copy through FileHandle read/write with one reused 8 MiB buffer. Seconds. */
-export async function bufferedCopy(from: string, to: string): Promise<number> {
-  const t0 = performance.now();
-  const src = await fs.open(from, 'r');
-  const dst = await fs.open(to, 'w');
+/** Diagnostic: the same copy through FileHandle read/write with one reused 8 MiB buffer. */
+export function bufferedCopy(from: string, to: string): Promise<Timing> {
+  return timed(async () => {
+    const src = await fs.open(from, 'r');
+    const dst = await fs.open(to, 'w');
+    try {
+      const buf = Buffer.allocUnsafe(8 * 1024 * 1024);
+      for (let pos = 0; ; ) {
+        const { bytesRead } = await src.read(buf, 0, buf.length, pos);
+        if (!bytesRead) break;
+        await dst.write(buf, 0, bytesRead, pos);
+        pos += bytesRead;
+      }
+    } finally {
+      await src.close();
+      await dst.close();
+    }
+  });
+}
+
+/** The diagnostics, each alone: MD5 of the data, then both copies of a plain-written file (removed after). */
+export async function diagnostics(data: SyntheticFile, file: string): Promise<Record<'md5' | 'streamCp' | 'bufferedCp', Timing>> {
+  const md5 = await md5Only(data, 0);
+  await plainWrite(file, data, 0);
   try {
-    const buf = Buffer.allocUnsafe(8 * 1024 * 1024);
-    for (let pos = 0; ; ) {
-      const { bytesRead } = await src.read(buf, 0, buf.length, pos);
-      if (!bytesRead) break;
-      await dst.write(buf, 0, bytesRead, pos);
-      pos += bytesRead;
-    }
+    syncDisks();
+    const streamCp = await streamCopy(file, `${file}.copy`);
+    await fs.rm(`${file}.copy`, { force: true });
+    syncDisks();
+    const bufferedCp = await bufferedCopy(file, `${file}.copy`);
+    return { md5, streamCp, bufferedCp };
   } finally {
-    await src.close();
-    await dst.close();
+    await fs.rm(`${file}.copy`, { force: true });
+    await fs.rm(file, { force: true });
   }
-  return (performance.now() - t0) / 1000;
 }
 
 /** How busy the machine is: 1-minute load average and CPU pressure (% of the last 10 s some task waited). */

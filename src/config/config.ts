@@ -42,6 +42,8 @@ export interface RunsConfig {
   outputRetentionSeconds: number;
   /** On SIGTERM, how long running work may go on before it is stopped and handed back. */
   shutdownGraceSeconds: number;
+  /** Threads one ffmpeg job may use (decoder, filters and encoder each). */
+  ffmpegThreads: number;
 }
 
 export type StorageConfig =
@@ -207,6 +209,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       maxOutputBytes: int(env, 'TOOLRUN_MAX_OUTPUT_BYTES', 4 * GIB, 1024, 5 * 1024 * GIB),
       outputRetentionSeconds: int(env, 'TOOLRUN_OUTPUT_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
       shutdownGraceSeconds: int(env, 'TOOLRUN_SHUTDOWN_GRACE_SECONDS', 30, 0, 3600),
+      ffmpegThreads: int(env, 'TOOLRUN_FFMPEG_THREADS', 2, 1, 16),
     },
     files: {
       maxFileBytes,

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
-import path from 'node:path';
 import { ToolError } from '../tools/manifest.js';
 import type { MediaBinaries } from './binaries.js';
 
@@ -236,9 +235,4 @@ export async function probeVideo(bins: MediaBinaries, input: NamedInput, limits:
     hasAudio: Boolean(a),
     audioCodec: a?.codec_name ?? null,
   };
-}
-
-/** A fresh output path in the work directory. */
-export function outputPath(workDir: string, name: string): string {
-  return path.join(workDir, name);
 }

@@ -39,6 +39,8 @@ export interface OutboundOptions {
   signal?: AbortSignal;
   /** HTTPS only (webhooks); otherwise http and https. */
   httpsOnly?: boolean;
+  /** Keep only this many body bytes and stop reading (the status still counts): webhooks need an excerpt. */
+  truncateAt?: number;
   /** Replaces the public-address rule (tests: allow one loopback address, refuse the rest). */
   allowAddress?: (ip: string) => boolean;
 }
@@ -111,17 +113,23 @@ function once(url: URL, address: { address: string; family: number }, opts: Outb
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
+        const finish = () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), url: url.toString(), address: address.address });
         res.on('data', (c: Buffer) => {
           size += c.length;
+          if (opts.truncateAt !== undefined && size >= opts.truncateAt) {
+            chunks.push(c);
+            finish();
+            req.destroy();
+            return;
+          }
           if (size > opts.maxBytes) {
             req.destroy(new OutboundError('too_large', `the response is larger than ${opts.maxBytes} bytes`));
             return;
           }
           chunks.push(c);
         });
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), url: url.toString(), address: address.address }),
-        );
+        res.on('end', finish);
         res.on('error', reject);
       },
     );

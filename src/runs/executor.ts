@@ -148,6 +148,7 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow, owner: string,
       media: deps.media,
       logger: log,
       outbound: { allowPrivate: config.allowPrivateNetwork },
+      limits: { ffmpegThreads: config.runs.ffmpegThreads, maxOutputBytes: config.runs.maxOutputBytes },
     });
     if (control.abort.signal.aborted) throw control.abort.signal.reason;
     stored = await storeOutputs(outputs, {

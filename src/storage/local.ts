@@ -184,8 +184,13 @@ export class LocalStorage implements Storage {
     const target = this.objectPath(key);
     await fs.mkdir(path.dirname(target), { recursive: true });
     const tmp = `${target}.${randomBytes(6).toString('hex')}.tmp`;
-    await fs.copyFile(filePath, tmp);
-    await fs.rename(tmp, target);
+    try {
+      await fs.copyFile(filePath, tmp);
+      await fs.rename(tmp, target);
+    } catch (err) {
+      await fs.rm(tmp, { force: true });
+      throw err;
+    }
   }
 
   async size(key: string): Promise<number | null> {

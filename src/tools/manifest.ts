@@ -86,6 +86,8 @@ export interface RunContext {
   logger: Logger;
   /** Rules for outbound requests (the shared module in src/net/outbound.ts). */
   outbound: { allowPrivate: boolean };
+  /** Bounds from the configuration: ffmpeg threads and the largest output a tool may write. */
+  limits: { ffmpegThreads: number; maxOutputBytes: number };
 }
 
 /** A file the runner made in workDir, to become one of the run's outputs. */

@@ -73,11 +73,21 @@ export async function dropPending(db: Queryable, endpointId: string): Promise<nu
 
 export async function recordAttempt(
   db: Queryable,
-  a: { deliveryId: string; endpointId: string; eventType: string; statusCode: number | null; error: string | null; durationMs: number; excerpt: string | null },
+  a: {
+    deliveryId: string;
+    endpointId: string;
+    eventType: string;
+    statusCode: number | null;
+    error: string | null;
+    durationMs: number;
+    excerpt: string | null;
+    /** When the attempt began; listed in that order. */
+    attemptedAt: Date;
+  },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO webhook_attempts (delivery_id, endpoint_id, event_type, status_code, error, duration_ms, response_excerpt)
-     VALUES ($1::uuid, $2::uuid, $3::text, $4::integer, $5::text, $6::integer, $7::text)`,
-    [a.deliveryId, a.endpointId, a.eventType, a.statusCode, a.error, a.durationMs, a.excerpt],
+    `INSERT INTO webhook_attempts (delivery_id, endpoint_id, event_type, status_code, error, duration_ms, response_excerpt, attempted_at)
+     VALUES ($1::uuid, $2::uuid, $3::text, $4::integer, $5::text, $6::integer, $7::text, $8::timestamptz)`,
+    [a.deliveryId, a.endpointId, a.eventType, a.statusCode, a.error, a.durationMs, a.excerpt, a.attemptedAt],
   );
 }

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { PathUuid } from '../http/schemas.js';
 
 export const RUN_EVENT_TYPES = ['run.succeeded', 'run.failed', 'run.canceled'] as const;
 export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
@@ -28,7 +29,8 @@ export const UpdateEndpointBodySchema = Type.Object(
 );
 export type UpdateEndpointBody = Static<typeof UpdateEndpointBodySchema>;
 
-export const EndpointIdParamsSchema = Type.Object({ endpoint_id: Type.String({ format: 'uuid' }) });
+// PathUuid, not a bare uuid format: Ajv's admits urn:uuid:..., which PostgreSQL refuses (a 500).
+export const EndpointIdParamsSchema = Type.Object({ endpoint_id: PathUuid() });
 
 const endpointFields = {
   object: Type.Literal('webhook_endpoint'),

@@ -7,9 +7,19 @@ export interface AttemptResult {
   error: string | null;
   durationMs: number;
   excerpt: string | null;
+  /** When the attempt began (the signature's t). */
+  attemptedAt: Date;
 }
 
 const EXCERPT_BYTES = 1024;
+
+/**
+ * The first bytes of an answer as text fit for a PostgreSQL text column: invalid UTF-8 becomes
+ * U+FFFD (by the decoder) and so does NUL, which text columns refuse outright.
+ */
+export function responseExcerpt(body: Buffer): string | null {
+  return body.subarray(0, EXCERPT_BYTES).toString('utf8').replace(/\u0000/g, '\uFFFD') || null;
+}
 
 /**
  * One signed POST. Success is a 2xx within the deadline; a redirect is a failure and never
@@ -26,7 +36,8 @@ export async function sendAttempt(opts: {
   signal?: AbortSignal;
 }): Promise<AttemptResult> {
   const started = Date.now();
-  const t = Math.floor(Date.now() / 1000);
+  const attemptedAt = new Date(started);
+  const t = Math.floor(started / 1000);
   try {
     const res = await outboundRequest(opts.url, {
       method: 'POST',
@@ -41,6 +52,7 @@ export async function sendAttempt(opts: {
       httpsOnly: true,
       maxRedirects: 0,
       maxBytes: 1024 * 1024,
+      truncateAt: EXCERPT_BYTES,
       timeoutMs: opts.timeoutMs,
       allowPrivate: opts.allowPrivate,
       ...(opts.signal ? { signal: opts.signal } : {}),
@@ -51,10 +63,11 @@ export async function sendAttempt(opts: {
       statusCode: res.status,
       error: delivered ? null : res.status >= 300 && res.status < 400 ? `redirect (${res.status}) not followed` : `answered ${res.status}`,
       durationMs: Date.now() - started,
-      excerpt: res.body.subarray(0, EXCERPT_BYTES).toString('utf8') || null,
+      excerpt: responseExcerpt(res.body),
+      attemptedAt,
     };
   } catch (err) {
     const message = err instanceof OutboundError ? err.message : `request failed: ${(err as Error).message}`;
-    return { delivered: false, statusCode: null, error: message, durationMs: Date.now() - started, excerpt: null };
+    return { delivered: false, statusCode: null, error: message, durationMs: Date.now() - started, excerpt: null, attemptedAt };
   }
 }

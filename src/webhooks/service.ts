@@ -49,6 +49,11 @@ function notFound(id: string): ApiError {
 async function checkUrl(config: Config, raw: string): Promise<FieldError | null> {
   const loc = ['body', 'url'];
   if (raw.length > MAX_URL_LENGTH) return { loc, message: `must be at most ${MAX_URL_LENGTH} characters`, code: 'url_too_long' };
+  // The URL parser drops tabs, newlines and surrounding spaces and escapes other controls, so the
+  // stored text would not be the URL used (and NUL cannot be stored at all): refuse them.
+  if (/[\u0000-\u0020\u007f]/.test(raw)) {
+    return { loc, message: 'must be an absolute https:// URL without spaces or control characters', code: 'url_not_https' };
+  }
   let url: URL;
   try {
     url = parseOutboundUrl(raw, true);
@@ -149,6 +154,7 @@ export async function testEndpoint(deps: WebhooksDeps, auth: KeyContext, id: str
     error: result.error,
     durationMs: result.durationMs,
     excerpt: result.excerpt,
+    attemptedAt: result.attemptedAt,
   });
   return {
     object: 'webhook_test',

@@ -75,19 +75,41 @@ export class WebhookWorker {
     w?.();
   }
 
+  /**
+   * Deliveries one endpoint may have in flight at once (all workers together, soft under races):
+   * a quarter of a worker's slots, so a slow or hanging endpoint never takes all of them and
+   * other endpoints' deliveries go out meanwhile.
+   */
+  get perEndpointLimit(): number {
+    return Math.max(1, Math.floor(this.opts.config.webhooks.concurrency / 4));
+  }
+
   private async claim(limit: number): Promise<Claimed[]> {
-    // The lease outlives one attempt (10 s deadline) with room to record it.
+    // The lease outlives one attempt (10 s deadline) with room to record it. Due deliveries are
+    // ranked per endpoint after those it already has in flight; only ranks within the per-endpoint
+    // limit are taken, oldest first.
     const { rows } = await this.opts.db.pool.query<Claimed>(
-      `WITH c AS (
+      `WITH busy AS (
+         SELECT endpoint_id, count(*)::integer AS n FROM webhook_deliveries
+          WHERE status = 'pending' AND lease_expires_at >= now() GROUP BY endpoint_id
+       ), due AS (
+         SELECT d.id, d.next_attempt_at,
+                coalesce(b.n, 0) + row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rank
+           FROM webhook_deliveries d LEFT JOIN busy b ON b.endpoint_id = d.endpoint_id
+          WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())
+       ), picked AS (
+         SELECT w.id FROM webhook_deliveries w JOIN due ON due.id = w.id
+          WHERE due.rank <= $3::integer
+          ORDER BY due.next_attempt_at, w.id LIMIT $2::integer
+          FOR UPDATE OF w SKIP LOCKED
+       ), c AS (
          UPDATE webhook_deliveries d SET lease_owner = $1::text, lease_expires_at = now() + interval '60 seconds', attempts = d.attempts + 1
-          WHERE d.id IN (SELECT id FROM webhook_deliveries
-                          WHERE status = 'pending' AND next_attempt_at <= now() AND (lease_expires_at IS NULL OR lease_expires_at < now())
-                          ORDER BY next_attempt_at LIMIT $2::integer FOR UPDATE SKIP LOCKED)
+          WHERE d.id IN (SELECT id FROM picked) AND d.status = 'pending' AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())
          RETURNING d.id, d.endpoint_id, d.attempts, d.event_id)
        SELECT c.id, c.endpoint_id, c.attempts, e.url, e.signing_secret AS secret, e.enabled, (e.deleted_at IS NOT NULL) AS deleted,
               ev.id AS event_id, ev.type AS event_type, ev.created_at AS event_created_at, ev.payload
          FROM c JOIN webhook_endpoints e ON e.id = c.endpoint_id JOIN run_events ev ON ev.id = c.event_id`,
-      [this.id, limit],
+      [this.id, limit, this.perEndpointLimit],
     );
     return rows;
   }
@@ -122,6 +144,7 @@ export class WebhookWorker {
         error: result.error,
         durationMs: result.durationMs,
         excerpt: result.excerpt,
+        attemptedAt: result.attemptedAt,
       });
       // Only if still ours and still pending: a pause or delete meanwhile dropped it.
       await tx.query(

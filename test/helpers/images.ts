@@ -206,6 +206,7 @@ export async function runContext(
     media: resolveMediaBinaries(),
     logger: createLogger('silent'),
     outbound: { allowPrivate: false },
+    limits: { ffmpegThreads: 2, maxOutputBytes: 4 * 1024 ** 3 },
   };
   return {
     ctx,

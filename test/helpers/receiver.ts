@@ -9,7 +9,14 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { waitFor } from './worker.js';
 
-export type Answer = { status: number; delayMs?: number; location?: string; body?: string } | 'hang';
+/** An answer: a status (after delayMs, with a Location or body if given). */
+export interface Reply {
+  status: number;
+  delayMs?: number;
+  location?: string;
+  body?: string;
+}
+export type Answer = Reply | 'hang';
 
 export interface Received {
   /** 1-based call number on this receiver. */
@@ -24,9 +31,9 @@ export interface Received {
   answered: boolean;
 }
 
-export const ok: Answer = { status: 204 };
-export const fail500: Answer = { status: 500, body: 'boom' };
-export const redirectTo = (location: string): Answer => ({ status: 302, location });
+export const ok: Reply = { status: 204 };
+export const fail500: Reply = { status: 500, body: 'boom' };
+export const redirectTo = (location: string): Reply => ({ status: 302, location });
 
 function tlsFiles(): { cert: Buffer; key: Buffer } {
   const cert = process.env.TEST_TLS_CERT_FILE;
@@ -71,6 +78,10 @@ export class Receiver {
     this.held.set(res, rec);
     res.on('close', () => this.held.delete(res));
     if (a === 'hang') return;
+    this.reply(a, rec, res);
+  }
+
+  private reply(a: Reply, rec: Received, res: ServerResponse): void {
     const send = () => {
       if (res.destroyed) return;
       res.writeHead(a.status, a.location ? { location: a.location } : {});
@@ -108,6 +119,11 @@ export class Receiver {
   otherwise(a: Answer): this {
     this.fallback = a;
     return this;
+  }
+
+  /** Answers every request hanging now, as given. */
+  release(a: Reply = ok): void {
+    for (const [res, rec] of this.held) if (!rec.answered) this.reply(a, rec, res);
   }
 
   /** Listens (again) on the same port; the first call picks a free one. */

@@ -2,7 +2,8 @@
 // It reads its configuration from the environment exactly like `toolrun worker` does (DATABASE_URL,
 // TOOLRUN_DATA_DIR for the shared local storage root, TOOLRUN_LEASE_SECONDS, ...), runs a RunWorker
 // with the test tools, prints one JSON line {"event":"ready",...} on stdout once it listens, logs
-// JSON to stderr, and on SIGTERM stops gracefully (grace TEST_WORKER_GRACE_MS) and exits 0.
+// JSON to stderr, and on SIGTERM stops gracefully (TOOLRUN_SHUTDOWN_GRACE_SECONDS, as `toolrun
+// worker` does) and exits 0. `toolrun worker` itself cannot be used: it has no test tools.
 import pino from 'pino';
 import { loadConfig } from '../../src/config/config.js';
 import { createDb } from '../../src/db/pool.js';
@@ -37,7 +38,7 @@ let stopping = false;
 async function shutdown(code: number): Promise<void> {
   if (stopping) return;
   stopping = true;
-  await worker.stop(Number(process.env.TEST_WORKER_GRACE_MS ?? 5000));
+  await worker.stop(config.runs.shutdownGraceSeconds * 1000);
   await db.close();
   process.stdout.write(`${JSON.stringify({ event: 'stopped' })}\n`);
   process.exit(code);

@@ -10,6 +10,10 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const SCRIPT = path.join(ROOT, 'test', 'helpers', 'worker-process.ts');
 
 const live = new Set<WorkerProcess>();
+// Last resort if the test process ends without its after hooks: no worker outlives it.
+process.once('exit', () => {
+  for (const w of live) w.signal('SIGKILL');
+});
 
 export class WorkerProcess {
   readonly child: ChildProcess;
@@ -54,18 +58,24 @@ export class WorkerProcess {
       TEST_PARENT_PID: String(process.pid),
       ...env,
     });
-    const ready = await waitFor(
-      'worker process to report ready',
-      async () => {
-        if (w.exitInfo) throw new Error(`worker process exited early (${JSON.stringify(w.exitInfo)}): ${w.stderr}`);
-        const line = w.stdout.split('\n').find((l) => l.includes('"event":"ready"'));
-        return line ? (JSON.parse(line) as { worker: string }) : undefined;
-      },
-      30_000,
-      50,
-    );
-    w.workerId = ready.worker;
-    return w;
+    try {
+      const ready = await waitFor(
+        'worker process to report ready',
+        async () => {
+          if (w.exitInfo) throw new Error(`worker process exited early (${JSON.stringify(w.exitInfo)}): ${w.stderr}`);
+          const line = w.stdout.split('\n').find((l) => l.includes('"event":"ready"'));
+          return line ? (JSON.parse(line) as { worker: string }) : undefined;
+        },
+        30_000,
+        50,
+      );
+      w.workerId = ready.worker;
+      return w;
+    } catch (err) {
+      w.signal('SIGKILL');
+      await w.exited;
+      throw err;
+    }
   }
 
   get pid(): number {
@@ -77,13 +87,19 @@ export class WorkerProcess {
     return this.exitInfo === null;
   }
 
-  /** True when a lease token names this process (tokens start with the worker id). */
+  /** True when a lease token is one of this process's (tokens are "<worker id>/<claim number>"). */
   holds(leaseOwner: string | null): boolean {
-    return leaseOwner !== null && leaseOwner.startsWith(this.workerId);
+    return leaseOwner !== null && this.workerId !== '' && leaseOwner.startsWith(`${this.workerId}/`);
   }
 
   signal(sig: NodeJS.Signals): void {
-    if (this.alive) process.kill(this.pid, sig);
+    if (!this.alive) return;
+    try {
+      process.kill(this.pid, sig);
+    } catch (err) {
+      // Died a moment ago; its exit event is on the way.
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+    }
   }
 
   async kill9(): Promise<void> {

@@ -37,6 +37,6 @@ export const videoTransition: ToolManifest = {
     max: { values: {}, media: { clips: Array.from({ length: 10 }, () => video(1920, 1080, 60)) }, durationHint: null },
   },
   validate: validateTransition,
-  run: (ctx) => runTransition(ctx),
+  run: (ctx) => runTransition(ctx, { threads: ctx.limits.ffmpegThreads, maxOutputBytes: ctx.limits.maxOutputBytes }),
   timeoutSeconds: TRANSITION_TIMEOUT_SECONDS,
 };

@@ -28,6 +28,6 @@ export const videoUpscale: ToolManifest = {
     max: { values: { target: '4k' }, media: { video: [video(1920, 1080, 300)] }, durationHint: null },
   },
   validate: validateUpscale,
-  run: (ctx) => runUpscale(ctx),
+  run: (ctx) => runUpscale(ctx, { threads: ctx.limits.ffmpegThreads, maxOutputBytes: ctx.limits.maxOutputBytes }),
   timeoutSeconds: UPSCALE_TIMEOUT_SECONDS,
 };

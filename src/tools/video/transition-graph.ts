@@ -18,6 +18,8 @@ export interface TransitionPlan {
 }
 
 const SAMPLE_RATE = 48_000;
+/** The largest output frame (the first clip's size): 4096x2304, DCI 4K with room for 16:9. */
+const MAX_PIXELS = 4096 * 2304;
 
 function num(x: number): string {
   return x.toFixed(6).replace(/\.?0+$/, '');
@@ -64,6 +66,7 @@ export function planTransition(clips: VideoFacts[], style: TransitionStyle, dura
   const spf = fd / fn;
   const W = even(first.width);
   const H = even(first.height);
+  if (W * H > MAX_PIXELS) throw new ToolError(`Clip 1 is ${first.width}x${first.height}; the output may be at most 4096x2304 (about 9.4 MP).`);
   const dF = Math.max(1, Math.round(durationSeconds * fps));
   const frames = clips.map((c) => Math.max(1, Math.round(c.durationSeconds * fps)));
   clips.forEach((c, i) => {
