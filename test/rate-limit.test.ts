@@ -16,8 +16,11 @@ let b: TestApp;
 before(async () => {
   database = await createTestDatabase();
   // Two app instances on one database: two API processes as far as the limiter can tell.
-  a = await createTestApp({ database, extraRoutes: testRoutes });
-  b = await createTestApp({ database, extraRoutes: testRoutes });
+  // Reservations that outlive a slow burst on a loaded machine: a lapsed one counts as spent, which
+  // would make "exactly the bucket size" undershoot.
+  const env = { TOOLRUN_RATE_RESERVATION_MS: '60000' };
+  a = await createTestApp({ database, extraRoutes: testRoutes, env });
+  b = await createTestApp({ database, extraRoutes: testRoutes, env });
 });
 after(async () => {
   await a.close();
@@ -205,14 +208,16 @@ describe('limits hold across processes and under concurrency', () => {
     for (const res of responses.filter((r) => r.statusCode === 429)) assertRateLimited(res, 60);
   });
 
-  test('batched takes (120/min takes 2 at a time) still pass exactly the bucket size under concurrency', async () => {
-    // Each process reserves part of a batch; Remaining is then approximate across processes, but
-    // the total admitted can never exceed what the shared bucket gave out.
+  test('batched takes (120/min takes 2 at a time) never pass more than the bucket under concurrency', async () => {
+    // Each process reserves part of a batch; Remaining is then approximate across processes, and
+    // the total admitted can never exceed what the shared bucket gave out. It can fall short by at
+    // most one unspent reserved token per process (batch 2 - 1), when that process's requests run
+    // out while another's are refused.
     const f = await makeTeam(db(), { rate: 120 });
     await freeze(f.keyId);
     const responses = await burst(f.key, 150, [a, b]);
     const ok = responses.filter((r) => r.statusCode === 200);
-    assert.equal(ok.length, 120);
+    assert.ok(ok.length <= 120 && ok.length >= 118, `admitted ${ok.length}`);
     for (const r of ok) {
       const left = Number(r.headers['ratelimit-remaining']);
       assert.ok(left >= 0 && left <= 119, `Remaining ${left}`);

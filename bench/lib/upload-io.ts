@@ -195,15 +195,22 @@ export function bufferedCopy(from: string, to: string): Promise<Timing> {
   });
 }
 
-/** The diagnostics, each alone: MD5 of the data, then both copies of a plain-written file (removed after). */
-export async function diagnostics(data: SyntheticFile, file: string): Promise<Record<'md5' | 'streamCp' | 'bufferedCp', Timing>> {
+/**
+ * The diagnostics, each alone: MD5 of the data, then both copies of a plain-written file (removed
+ * after), each after `sync` and the same settling pause as the timed phases.
+ */
+export async function diagnostics(data: SyntheticFile, file: string, settleMs: number): Promise<Record<'md5' | 'streamCp' | 'bufferedCp', Timing>> {
+  const settle = () => {
+    syncDisks();
+    return new Promise((resolve) => setTimeout(resolve, settleMs));
+  };
   const md5 = await md5Only(data, 0);
   await plainWrite(file, data, 0);
   try {
-    syncDisks();
+    await settle();
     const streamCp = await streamCopy(file, `${file}.copy`);
     await fs.rm(`${file}.copy`, { force: true });
-    syncDisks();
+    await settle();
     const bufferedCp = await bufferedCopy(file, `${file}.copy`);
     return { md5, streamCp, bufferedCp };
   } finally {

@@ -43,7 +43,7 @@ function mayConsume(ctx: KeyContext, scope: Scope): boolean {
  * Every request authenticates against PostgreSQL (so a revoked key stops at once); tokens come
  * from the key's shared bucket a batch at a time (see TokenReservations).
  */
-export function createAuthHook(config: Config, db: Db, reservations = new TokenReservations()) {
+export function createAuthHook(config: Config, db: Db, reservations = new TokenReservations(config.rateReservationMs)) {
   async function admit(hash: Buffer, scope: Scope): Promise<Admission> {
     const k = hash.toString('hex');
     // A reserved token is claimed synchronously, before any await, so two requests never count on

@@ -53,8 +53,13 @@ export async function main(argv: string[]): Promise<void> {
       const logger = createLogger(config.logLevel);
       // Loaded only here: the HTTP stack is most of the start-up time the admin commands do without.
       const { startService } = await import('../service/serve.js');
-      const service = await startService(config, logger);
-      onShutdown(() => service.stop(), logger);
+      // Handlers first: a SIGTERM during start-up waits for the start, then stops cleanly.
+      const starting = startService(config, logger);
+      onShutdown(async () => {
+        const service = await starting.catch(() => null);
+        await service?.stop();
+      }, logger);
+      await starting;
     });
 
   program

@@ -13,6 +13,8 @@ export interface Config {
   databaseUrl: string | null;
   logLevel: string;
   bodyLimitBytes: number;
+  /** How long a process keeps rate-limit tokens it took from a key's shared bucket. */
+  rateReservationMs: number;
   workerConcurrency: number;
   allowPrivateNetwork: boolean;
   demoSeed: boolean;
@@ -193,6 +195,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     databaseUrl,
     logLevel,
     bodyLimitBytes: int(env, 'TOOLRUN_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    rateReservationMs: int(env, 'TOOLRUN_RATE_RESERVATION_MS', 1000, 1, 60_000),
     workerConcurrency: int(env, 'TOOLRUN_WORKER_CONCURRENCY', Math.max(1, cores - 1), 1, 256),
     allowPrivateNetwork,
     demoSeed: bool(env, 'TOOLRUN_DEMO_SEED', !production),

@@ -25,6 +25,7 @@ import type { Storage } from '../storage/storage.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { toolRoutes, toolSchemas } from '../tools/routes.js';
 import { ApiError, envelope, invalidRequest } from './errors.js';
+import { docsRoutes } from './docs.js';
 import { createMethodIndex } from './not-found.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { ErrorResponseSchema } from './schemas.js';
@@ -189,7 +190,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setNotFoundHandler(notFound);
 
   let openApiDoc: Record<string, unknown> | null = null;
-  await app.register(systemRoutes({ db, openapi: () => (openApiDoc ??= buildOpenApiDocument(app)) }));
+  const openapi = () => (openApiDoc ??= buildOpenApiDocument(app));
+  await app.register(systemRoutes({ db, openapi }));
+  await app.register(docsRoutes({ openapi, publicBaseUrl: config.publicBaseUrl }));
   await app.register(meRoutes);
   await app.register(toolRoutes(tools));
   await app.register(fileRoutes({ config, db, storage: deps.storage, media: deps.media }));

@@ -59,7 +59,6 @@ export async function startService(requested: Config, logger: Logger, out: NodeJ
     // Seeded once listening: a start that fails (say, the port is taken) must not use up the one
     // showing of the demo key.
     const seeded = await seedDemo(config, database.db);
-    logger.info({ url, public_base_url: config.publicBaseUrl, env: config.env }, 'toolrun API listening');
     if (seeded) {
       // Printed once on the terminal, never logged: the full key is shown only here.
       out.write(
@@ -77,6 +76,8 @@ export async function startService(requested: Config, logger: Logger, out: NodeJ
       media,
       logger,
     });
+    // Logged last: from here the API, the workers and the janitor all run.
+    logger.info({ url, public_base_url: config.publicBaseUrl, env: config.env }, 'toolrun API listening');
     return {
       app: started,
       url,

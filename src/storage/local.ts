@@ -92,7 +92,7 @@ export class LocalStorage implements Storage {
             yield chunk;
           }
         },
-        createWriteStream(tmp),
+        createWriteStream(tmp, { highWaterMark: 1024 * 1024 }),
       );
       const digest = md5.digest('hex');
       const dataName = `${partNumber}.${digest}.${size}.${nonce}.data`;
@@ -130,18 +130,23 @@ export class LocalStorage implements Storage {
     const target = this.objectPath(key);
     await fs.mkdir(path.dirname(target), { recursive: true });
     const tmp = `${target}.${randomBytes(6).toString('hex')}.tmp`;
-    const out = createWriteStream(tmp);
+    const files: string[] = [];
+    for (const part of [...parts].sort((a, b) => a.partNumber - b.partNumber)) {
+      const link = await fs.readlink(path.join(partsDir, String(part.partNumber)));
+      const m = PART_LINK.exec(link);
+      if (!m || m[2] !== normalizeEtag(part.etag)) throw new Error(`part ${part.partNumber} changed during completion`);
+      files.push(path.join(partsDir, link));
+    }
     try {
-      for (const part of [...parts].sort((a, b) => a.partNumber - b.partNumber)) {
-        const link = await fs.readlink(path.join(partsDir, String(part.partNumber)));
-        const m = PART_LINK.exec(link);
-        if (!m || m[2] !== normalizeEtag(part.etag)) throw new Error(`part ${part.partNumber} changed during completion`);
-        await pipeline(createReadStream(path.join(partsDir, link)), out, { end: false });
-      }
-      await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+      // One pipeline over all parts (not one per part onto a shared stream) with large writes.
+      await pipeline(
+        async function* () {
+          for (const file of files) yield* createReadStream(file, { highWaterMark: 1024 * 1024 });
+        },
+        createWriteStream(tmp, { highWaterMark: 1024 * 1024 }),
+      );
       await fs.rename(tmp, target);
     } catch (err) {
-      out.destroy();
       await fs.rm(tmp, { force: true });
       throw err;
     }

@@ -1,0 +1,285 @@
+/**
+ * `npm run bench:runs`: the run engine (issue 4, "Benchmarks"). Not a test.
+ *
+ * Queue: `bench_noop` (bench/lib/bench-tools.ts, no inputs, no outputs) so a run costs only the
+ * engine. Three set-ups share one API process (bench/app-server.ts, the real app with the bench
+ * registry): `serve` (RunWorker + WebhookWorker + janitor in the API process, as `toolrun serve`),
+ * then 1 and 2 separate worker processes (as `toolrun worker`) with nothing beside the API. For each:
+ *   accept  starts/s of a burst of BENCH_BURST_RUNS starts from BENCH_CLIENTS clients while no
+ *           worker runs (the baseline for throughput: the engine cannot finish runs faster than the
+ *           API takes them), then the workers are switched on and drain that backlog (drain runs/s,
+ *           first started_at to last finished_at);
+ *   paced   BENCH_PACED_RUNS starts, one every BENCH_PACE_MS, idle workers: enqueue-to-start is
+ *           started_at - created_at, both PostgreSQL now() of the start and claim transactions;
+ *   e2e     a second burst with the workers running: runs/s from first created_at to last finished_at.
+ * The latency baseline is a bare NOTIFY round trip (pg_notify committed -> a LISTENing client).
+ *
+ * Real tool: image_upscale on a generated JPEG sized so the runner takes ~BENCH_REAL_SECONDS here,
+ * through the API (serve set-up; created_at -> finished_at, and the client's 202 -> seen succeeded
+ * polling every BENCH_POLL_MS) against runDirect(): the same runner called in this process with a
+ * RunContext built as the executor builds it. BENCH_REAL_ROUNDS rounds alternate which goes first;
+ * each waits for the previous run's output check to finish; medians are compared.
+ *
+ * Environment: DATABASE_URL (else an embedded PostgreSQL), BENCH_PACED_RUNS (150), BENCH_PACE_MS
+ * (40), BENCH_BURST_RUNS (300), BENCH_CLIENTS (8), BENCH_REAL_SECONDS (2), BENCH_REAL_ROUNDS (3),
+ * BENCH_POLL_MS (20), BENCH_LOG_LEVEL (warn); TOOLRUN_WORKER_CONCURRENCY passes through.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { loadConfig } from '../src/config/config.js';
+import { createLogger } from '../src/logger.js';
+import { resolveMediaBinaries } from '../src/media/binaries.js';
+import { Api, outputsChecked, pgBaselines, prepareTeam, runTimes, waitFinal, type RunTimes } from './lib/api.js';
+import { cpuWithChildren, descendantsCpuSeconds, startAppChild, type AppChild } from './lib/app-children.js';
+import { benchRegistry, NOOP_TOOL, runDirect } from './lib/bench-tools.js';
+import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
+import { makeImage } from './lib/media-gen.js';
+import { envInt, envNum, errorText, fmt, loadNote, machine, median, passFail, pct, percentile, sleep, table, writeResults } from './lib/report.js';
+import { inFlight, procCpuSeconds } from './lib/upload-io.js';
+
+const P50_TARGET_MS = 20;
+const OVERHEAD_TARGET = 0.1;
+const settings = {
+  pacedRuns: envInt('BENCH_PACED_RUNS', 150, 1),
+  paceMs: envInt('BENCH_PACE_MS', 40),
+  burstRuns: envInt('BENCH_BURST_RUNS', 300, 1),
+  clients: envInt('BENCH_CLIENTS', 8, 1),
+  realSeconds: envNum('BENCH_REAL_SECONDS', 2, 0.1),
+  realRounds: envInt('BENCH_REAL_ROUNDS', 3, 1),
+  pollMs: envInt('BENCH_POLL_MS', 20, 1),
+  baselineRounds: 200,
+  timeoutMs: 300_000,
+  apiLogLevel: process.env.BENCH_LOG_LEVEL || 'warn',
+  workerConcurrency: process.env.TOOLRUN_WORKER_CONCURRENCY || `default (cores - 1 = ${Math.max(1, os.availableParallelism() - 1)})`,
+};
+
+const span = (rows: RunTimes[], from: 'created' | 'started') =>
+  (Math.max(...rows.map((r) => r.finished ?? 0)) - Math.min(...rows.map((r) => r[from] ?? Infinity))) / 1000;
+const e2s = (rows: RunTimes[]) => rows.map((r) => (r.started ?? Number.NaN) - r.created);
+
+async function burst(api: Api, n: number): Promise<{ ids: string[]; perS: number }> {
+  const t0 = performance.now();
+  const runs = await inFlight(n, settings.clients, () => api.startRun(NOOP_TOOL, {}));
+  return { ids: runs.map((r) => r.id), perS: n / ((performance.now() - t0) / 1000) };
+}
+
+async function paced(api: Api, n: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    ids.push((await api.startRun(NOOP_TOOL, {})).id);
+    const wait = settings.paceMs - (performance.now() - t0);
+    if (wait > 0) await sleep(wait);
+  }
+  return ids;
+}
+
+interface QueueResult {
+  label: string;
+  processes: string;
+  acceptPerS: number;
+  drainPerS: number;
+  paced: { p50: number; p99: number; max: number; execP50: number };
+  e2ePerS: number;
+  burstE2sP50: number;
+  /** CPU per e2e run: every child process of this one (API, workers, embedded PostgreSQL), and this client. */
+  cpuMsPerRun: { server: number; client: number };
+}
+
+/** accept (no workers) -> drain, paced latency, e2e burst; `on`/`off` switch this set-up's workers. */
+async function measureQueue(label: string, processes: string, api: Api, pool: pg.Pool, on: () => Promise<void>): Promise<QueueResult> {
+  process.stdout.write(`  ${label}: accept + drain...`);
+  const backlog = await burst(api, settings.burstRuns);
+  await on();
+  const drained = await waitFinal(pool, backlog.ids, settings.timeoutMs);
+  process.stdout.write(' paced...');
+  const pacedRows = await waitFinal(pool, await paced(api, settings.pacedRuns), settings.timeoutMs);
+  process.stdout.write(' e2e burst...\n');
+  const cpu0 = { server: descendantsCpuSeconds(process.pid), client: procCpuSeconds(process.pid) };
+  const e2e = await burst(api, settings.burstRuns);
+  const e2eRows = await waitFinal(pool, e2e.ids, settings.timeoutMs);
+  const cpuMs = {
+    server: ((descendantsCpuSeconds(process.pid) - cpu0.server) * 1000) / e2eRows.length,
+    client: ((procCpuSeconds(process.pid) - cpu0.client) * 1000) / e2eRows.length,
+  };
+  const lat = e2s(pacedRows);
+  return {
+    label,
+    processes,
+    acceptPerS: backlog.perS,
+    drainPerS: drained.length / span(drained, 'started'),
+    paced: { p50: percentile(lat, 50), p99: percentile(lat, 99), max: Math.max(...lat), execP50: median(pacedRows.map((r) => (r.finished ?? 0) - (r.started ?? 0))) },
+    e2ePerS: e2eRows.length / span(e2eRows, 'created'),
+    burstE2sP50: percentile(e2s(e2eRows), 50),
+    cpuMsPerRun: cpuMs,
+  };
+}
+
+async function realTool(api: Api, child: AppChild, pool: pg.Pool, dir: string) {
+  const config = loadConfig(process.env);
+  const deps = { config, media: resolveMediaBinaries(), logger: createLogger('warn'), tools: benchRegistry() };
+  await runDirect({ tool: 'image_upscale', values: {}, files: [await makeImage(dir, 'warm.jpg', 0.3, 'image')] }, deps); // libvips start-up
+  const cal = await runDirect({ tool: 'image_upscale', values: {}, files: [await makeImage(dir, 'cal.jpg', 2, 'image')] }, deps);
+  const mp = Math.min(16, Math.max(0.3, (2 * settings.realSeconds * 1000) / cal.ms));
+  const file = await makeImage(dir, 'real.jpg', mp, 'image');
+  const steps = (await runDirect({ tool: 'image_upscale', values: {}, files: [file], steps: true }, deps)).steps;
+  if (!steps) throw new Error('no engine steps measured');
+  const fileId = await api.upload(fs.readFileSync(file.path), file.fileName, file.mime);
+  const rounds: { direct: number; directCpu: number; created: number; polled: number; queue: number; exec: number; apiCpu: number }[] = [];
+  for (let r = 0; r < settings.realRounds; r++) {
+    const viaApi = async () => {
+      const cpu0 = cpuWithChildren(child.pid);
+      const t0 = performance.now();
+      const run = await api.startRun('image_upscale', { image: [fileId] });
+      await api.waitRun(run.id, settings.pollMs, settings.timeoutMs);
+      const polled = performance.now() - t0;
+      await outputsChecked(pool, run.id);
+      const [t] = await runTimes(pool, [run.id]);
+      if (!t?.started || !t.finished) throw new Error('run without timestamps');
+      return { created: t.finished - t.created, polled, queue: t.started - t.created, exec: t.finished - t.started, apiCpu: cpuWithChildren(child.pid) - cpu0 };
+    };
+    const direct = async () => {
+      const cpu0 = cpuWithChildren(process.pid);
+      const d = await runDirect({ tool: 'image_upscale', values: {}, files: [file] }, deps);
+      return { direct: d.ms, directCpu: cpuWithChildren(process.pid) - cpu0 };
+    };
+    const a = r % 2 ? await direct() : null;
+    const b = await viaApi();
+    rounds.push({ ...(a ?? (await direct())), ...b });
+  }
+  const m = (k: keyof (typeof rounds)[number]) => median(rounds.map((x) => x[k]));
+  return { image: `${file.info.width}x${file.info.height} JPEG (${mp.toFixed(1)} MP) -> 2x`, calibrationMs: cal.ms, steps, rounds, median: {
+    direct: m('direct'), directCpu: m('directCpu'), created: m('created'), polled: m('polled'), queue: m('queue'), exec: m('exec'), apiCpu: m('apiCpu'),
+  } };
+}
+
+async function main(): Promise<void> {
+  const logger = createLogger('warn');
+  const children: AppChild[] = [];
+  let database: BenchDatabase | null = null;
+  let pool: pg.Pool | null = null;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-bench-runs-'));
+  let cleaning: Promise<void> | null = null;
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      for (const c of children) await c.stop().catch(() => undefined);
+      await pool?.end().catch(() => undefined);
+      await database?.teardown();
+      fs.rmSync(dir, { recursive: true, force: true });
+    })());
+  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  try {
+    const loadBefore = loadNote();
+    process.stdout.write(`setting up (${loadBefore.text})...\n`);
+    database = await setupBenchDatabase(logger);
+    await prepareTeam(database.url, database.keyId, logger);
+    pool = new pg.Pool({ connectionString: database.url, max: 4 });
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATABASE_URL: database.url,
+      HOST: '127.0.0.1',
+      LOG_LEVEL: settings.apiLogLevel,
+      TOOLRUN_ENV: 'development',
+      TOOLRUN_DEMO_SEED: '0',
+      TOOLRUN_DATA_DIR: path.join(dir, 'data'),
+    };
+    const apiChild = await startAppChild('api', { ...env, BENCH_WORKERS: 'none' });
+    children.push(apiChild);
+    const api = new Api(apiChild.url, database.key);
+    const { notify, commit } = await pgBaselines(database.url, settings.baselineRounds);
+
+    const queue: QueueResult[] = [];
+    queue.push(await measureQueue('serve (API + in-process workers)', '1', api, pool, () => apiChild.setWorkers('all')));
+    await apiChild.setWorkers('none');
+    const workers: AppChild[] = [];
+    for (const n of [1, 2]) {
+      while (workers.length < n) {
+        const w = await startAppChild('worker', { ...env, BENCH_WORKERS: 'none' });
+        children.push(w);
+        workers.push(w);
+      }
+      await Promise.all(workers.map((w) => w.setWorkers('none')));
+      queue.push(await measureQueue(`${n} worker process${n > 1 ? 'es' : ''} (API alone)`, `1+${n}`, api, pool, async () => {
+        await Promise.all(workers.map((w) => w.setWorkers('all')));
+      }));
+    }
+    for (const w of workers) await w.stop();
+    process.stdout.write('  real tool: image_upscale, direct vs API...\n');
+    await apiChild.setWorkers('all');
+    const real = await realTool(api, apiChild, pool, dir);
+    api.close();
+    const loadAfter = loadNote();
+    await cleanup();
+
+    const notifyP50 = percentile(notify, 50);
+    const queueRows = queue.map((q) => [
+      q.label, q.processes, fmt(q.paced.p50, 2), fmt(q.paced.p99, 2), fmt(q.paced.max, 1), `${fmt(q.paced.p50 / notifyP50, 1)}x`, fmt(q.paced.execP50, 1),
+      fmt(q.acceptPerS, 0), fmt(q.drainPerS, 0), fmt(q.e2ePerS, 0), fmt(q.e2ePerS / q.acceptPerS, 2), fmt(q.burstE2sP50, 0),
+      `${fmt(q.cpuMsPerRun.server, 1)} + ${fmt(q.cpuMsPerRun.client, 1)}`,
+    ]);
+    const latencyPass = queue.every((q) => q.paced.p50 < P50_TARGET_MS);
+    const overhead = real.median.created / real.median.direct - 1;
+    const overheadPolled = real.median.polled / real.median.direct - 1;
+    const overheadPass = overhead < OVERHEAD_TARGET;
+    const m = real.median;
+    const lines = [
+      '',
+      `Queue, trivial tool ${NOOP_TOOL}: paced ${settings.pacedRuns} runs every ${settings.paceMs} ms; bursts of ${settings.burstRuns} from ${settings.clients} clients; worker concurrency ${settings.workerConcurrency}`,
+      table(
+        ['set-up', 'procs', 'e2s p50 ms', 'e2s p99 ms', 'max ms', 'vs NOTIFY', 'exec p50', 'accept/s', 'drain/s', 'e2e runs/s', 'e2e/accept', 'burst e2s p50', 'CPU ms/run'],
+        [
+          ['baseline: NOTIFY round trip', '-', fmt(notifyP50, 2), fmt(percentile(notify, 99), 2), fmt(Math.max(...notify), 1), '1.0x', '-', '-', '-', '-', '-', '-', '-'],
+          ['diag: one-row UPDATE commit', '-', fmt(percentile(commit, 50), 2), fmt(percentile(commit, 99), 2), fmt(Math.max(...commit), 1), '-', '-', '-', '-', '-', '-', '-', '-'],
+          ...queueRows,
+        ],
+      ),
+      `e2s = enqueue-to-start (runs.started_at - created_at); accept/s = starts the API took with no worker running (baseline);`,
+      `drain/s = that backlog worked off; e2e = a burst started and finished with the workers running;`,
+      `CPU ms/run (e2e burst) = server side (API + workers + ${database.server.startsWith('embedded') ? 'embedded PostgreSQL' : 'not PostgreSQL: DATABASE_URL'}) + this client.`,
+      `p50 enqueue-to-start < ${P50_TARGET_MS} ms in every set-up: ${passFail(latencyPass)}`,
+      '',
+      `Real tool: image_upscale, ${real.image}, ${settings.realRounds} rounds, medians (calibration call ${fmt(real.calibrationMs, 0)} ms)`,
+      table(
+        ['path', 'wall ms', 'vs direct', 'CPU s'],
+        [
+          ['direct: runner in this process', fmt(m.direct, 0), '-', fmt(m.directCpu, 2)],
+          ['API: created_at -> finished_at', fmt(m.created, 0), pct(overhead), fmt(m.apiCpu, 2)],
+          ['  of which queue (created -> started)', fmt(m.queue, 1), '', ''],
+          ['  of which execution (started -> finished)', fmt(m.exec, 0), pct(m.exec / m.direct - 1), ''],
+          [`API: before POST -> GET sees succeeded (poll ${settings.pollMs} ms)`, fmt(m.polled, 0), pct(overheadPolled), ''],
+        ],
+      ),
+      `engine steps alone on the same job's output: probe (full decode) ${fmt(real.steps.probeMs, 0)} ms, sha256 ${fmt(real.steps.sha256Ms, 0)} ms, ` +
+        `copy into storage ${fmt(real.steps.copyMs, 0)} ms = ${pct((real.steps.probeMs + real.steps.sha256Ms + real.steps.copyMs) / m.direct)} of direct`,
+      `engine overhead ${pct(overhead)} (target < ${pct(OVERHEAD_TARGET)} for a ~${settings.realSeconds} s job): ${passFail(overheadPass)}` +
+        `   [API CPU s counts the whole API process, its output check included]`,
+      `load: before ${loadBefore.text}; after ${loadAfter.text}`,
+      '',
+    ];
+    process.stdout.write(lines.join('\n') + '\n');
+    const file = writeResults('runs', {
+      benchmark: 'runs',
+      at: new Date().toISOString(),
+      machine: machine(),
+      load: { before: loadBefore, after: loadAfter },
+      settings,
+      database: database.server,
+      notify_round_trip_ms: { p50: notifyP50, p99: percentile(notify, 99) },
+      commit_ms: { p50: percentile(commit, 50), p99: percentile(commit, 99) },
+      queue,
+      latency: { target_p50_ms: P50_TARGET_MS, pass: latencyPass },
+      real_tool: { tool: 'image_upscale', ...real, overhead: { created_to_finished: overhead, polled: overheadPolled, target: OVERHEAD_TARGET, pass: overheadPass } },
+    });
+    process.stdout.write(`results written to ${file}\n`);
+    if (!latencyPass || !overheadPass) process.exitCode = 1;
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench:runs failed: ${errorText(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,288 @@
+/**
+ * `npm run bench:webhooks`: webhook deliveries (issue 6, "Benchmarks"). Not a test.
+ *
+ * Three HTTPS receivers on 127.0.0.1 (bench/webhook-receivers.ts: the tests' Receiver in a process
+ * of its own, with a self-signed certificate made here with `selfsigned` as scripts/test.js makes
+ * it, trusted by the API child through NODE_EXTRA_CA_CERTS) are subscribed to all run events. The
+ * API child (bench/app-server.ts `api`, TOOLRUN_ALLOW_PRIVATE_NETWORK=1) runs the workers as
+ * `toolrun serve` does. Runs are of `bench_noop` (no inputs, no outputs): each success commits its
+ * run.succeeded event, whose fan-out trigger makes one delivery per endpoint.
+ *
+ *   live   BENCH_WEBHOOK_RUNS runs started from BENCH_CLIENTS clients and finishing as the
+ *          in-process RunWorker gets to them; latency = receipt (receiver's Date.now()) - the
+ *          event's run_events.created_at, i.e. from the start of the run's final transaction
+ *          (its commit is a few ms later, so this errs high); deliveries/s from the first event to
+ *          the last receipt. Split with webhook_attempts.attempted_at: queue (event -> attempt
+ *          begins) and send (attempt begins -> receipt).
+ *   drain  the same number of runs finished with only the RunWorker beside the API, so their
+ *          deliveries wait; then the WebhookWorker is started and works the backlog off:
+ *          deliveries/s from the first receipt to the last (the pipeline's own capacity).
+ *   plain  the baseline: the same number of signed POSTs of a real event body from this process,
+ *          a new TLS connection each (as src/net/outbound.ts sends, agent: false), with the
+ *          concurrency the WebhookWorker has for three endpoints: min(TOOLRUN_WEBHOOK_CONCURRENCY,
+ *          3 x max(1, floor(TOOLRUN_WEBHOOK_CONCURRENCY / 4))). A keep-alive variant is a diagnostic.
+ *
+ * Environment: DATABASE_URL (else an embedded PostgreSQL), BENCH_WEBHOOK_RUNS (1000), BENCH_CLIENTS
+ * (4), BENCH_DRAIN (1; 0 skips it), BENCH_LOG_LEVEL (warn); TOOLRUN_WEBHOOK_CONCURRENCY passes through.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import selfsigned from 'selfsigned';
+import { loadConfig } from '../src/config/config.js';
+import { createLogger } from '../src/logger.js';
+import { signatureHeader } from '../src/webhooks/signing.js';
+import { eventBody } from '../src/webhooks/worker.js';
+import { Api, prepareTeam, waitFinal } from './lib/api.js';
+import { forkChild, startAppChild, type AppChild, type Child } from './lib/app-children.js';
+import { NOOP_TOOL } from './lib/bench-tools.js';
+import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
+import { envInt, errorText, fmt, loadNote, machine, passFail, percentile, sleep, table, writeResults } from './lib/report.js';
+import { inFlight } from './lib/upload-io.js';
+import type { Arrival, ReceiverChildMessage, ReceiverParentMessage } from './webhook-receivers.js';
+
+const TARGETS = { p50Ms: 50, p99Ms: 250, rateRatio: 0.5 };
+const EVENTS = ['run.succeeded', 'run.failed', 'run.canceled'];
+const conc = loadConfig(process.env).webhooks.concurrency;
+const settings = {
+  runs: envInt('BENCH_WEBHOOK_RUNS', 1000, 1),
+  clients: envInt('BENCH_CLIENTS', 4, 1),
+  drain: process.env.BENCH_DRAIN !== '0',
+  endpoints: 3,
+  webhookConcurrency: conc,
+  perEndpointLimit: Math.max(1, Math.floor(conc / 4)),
+  apiLogLevel: process.env.BENCH_LOG_LEVEL || 'warn',
+  timeoutMs: 600_000,
+};
+const inFlightLimit = Math.min(conc, settings.endpoints * settings.perEndpointLimit);
+type Receivers = Child<ReceiverParentMessage, ReceiverChildMessage>;
+
+async function ask<T extends ReceiverChildMessage['type']>(r: Receivers, m: ReceiverParentMessage, reply: T) {
+  const p = r.next(reply, 30_000);
+  r.send(m);
+  return p;
+}
+
+async function arrivals(r: Receivers, n: number): Promise<Arrival[]> {
+  const deadline = Date.now() + settings.timeoutMs;
+  while ((await ask(r, { type: 'count' }, 'count')).count < n) {
+    if (Date.now() > deadline) throw new Error(`fewer than ${n} webhook requests arrived in time`);
+    await sleep(200);
+  }
+  return (await ask(r, { type: 'dump' }, 'records')).records;
+}
+
+async function startRuns(api: Api, n: number): Promise<string[]> {
+  return (await inFlight(n, settings.clients, () => api.startRun(NOOP_TOOL, {}))).map((r) => r.id);
+}
+
+/** The signed-POST baseline: n posts, `limit` in flight, spread over the receivers. */
+async function plainLoop(urls: string[], n: number, limit: number, body: Buffer, secret: string, ca: string, keepAlive: boolean): Promise<number> {
+  const agent = keepAlive ? new https.Agent({ keepAlive: true, ca }) : false;
+  const post = (url: string) =>
+    new Promise<void>((resolve, reject) => {
+      const headers = {
+        'content-type': 'application/json',
+        'content-length': String(body.length),
+        'user-agent': 'Service-Webhooks/1',
+        'service-event': 'run.succeeded',
+        'service-delivery': randomUUID(),
+        'service-signature': signatureHeader(secret, body, Math.floor(Date.now() / 1000)),
+      };
+      const req = https.request(url, { method: 'POST', agent, ca, headers }, (res) => {
+        res.resume();
+        res.on('end', () => ((res.statusCode ?? 0) < 300 ? resolve() : reject(new Error(`answered ${String(res.statusCode)}`))));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  const t0 = performance.now();
+  await inFlight(n, limit, (i) => post(urls[i % urls.length] ?? ''));
+  if (agent) agent.destroy();
+  return n / ((performance.now() - t0) / 1000);
+}
+
+interface EventRow {
+  id: string;
+  created: number;
+  /** When each delivery's first attempt began, by delivery id. */
+  attempts: Map<string, number>;
+}
+
+async function eventRows(pool: pg.Pool, runIds: string[]): Promise<Map<string, EventRow>> {
+  const { rows } = await pool.query<{ id: string; created: number; delivery: string | null; attempted: number | null }>(
+    `SELECT e.id, extract(epoch FROM e.created_at) * 1000 AS created, d.id AS delivery, extract(epoch FROM min(a.attempted_at)) * 1000 AS attempted
+       FROM run_events e LEFT JOIN webhook_deliveries d ON d.event_id = e.id LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
+      WHERE e.run_id = ANY ($1::uuid[]) GROUP BY e.id, e.created_at, d.id`,
+    [runIds],
+  );
+  const out = new Map<string, EventRow>();
+  for (const r of rows) {
+    const e = out.get(r.id) ?? { id: r.id, created: Number(r.created), attempts: new Map<string, number>() };
+    if (r.delivery && r.attempted !== null) e.attempts.set(r.delivery, Number(r.attempted));
+    out.set(r.id, e);
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const logger = createLogger('warn');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-bench-webhooks-'));
+  let database: BenchDatabase | null = null;
+  let pool: pg.Pool | null = null;
+  let receivers: Receivers | null = null;
+  let apiChild: AppChild | null = null;
+  let cleaning: Promise<void> | null = null;
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      await apiChild?.stop().catch(() => undefined);
+      await receivers?.stop().catch(() => undefined);
+      await pool?.end().catch(() => undefined);
+      await database?.teardown();
+      fs.rmSync(dir, { recursive: true, force: true });
+    })());
+  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  try {
+    const loadBefore = loadNote();
+    process.stdout.write(`setting up (${loadBefore.text})...\n`);
+    const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
+      keySize: 2048,
+      algorithm: 'sha256',
+      extensions: [
+        { name: 'basicConstraints', cA: true },
+        { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] },
+      ],
+    });
+    const certFile = path.join(dir, 'cert.pem');
+    fs.writeFileSync(certFile, pems.cert);
+    fs.writeFileSync(path.join(dir, 'key.pem'), pems.private);
+    receivers = forkChild<ReceiverParentMessage, ReceiverChildMessage>('webhook-receivers.ts', [], {
+      ...process.env,
+      BENCH_RECEIVERS: String(settings.endpoints),
+      TEST_TLS_CERT_FILE: certFile,
+      TEST_TLS_KEY_FILE: path.join(dir, 'key.pem'),
+    });
+    const { urls } = await receivers.next('ready', 60_000);
+    database = await setupBenchDatabase(logger);
+    await prepareTeam(database.url, database.keyId, logger, { scopes: ['read', 'run', 'webhooks'] });
+    pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    apiChild = await startAppChild('api', {
+      ...process.env,
+      DATABASE_URL: database.url,
+      HOST: '127.0.0.1',
+      LOG_LEVEL: settings.apiLogLevel,
+      TOOLRUN_ENV: 'development',
+      TOOLRUN_DEMO_SEED: '0',
+      TOOLRUN_ALLOW_PRIVATE_NETWORK: '1',
+      TOOLRUN_DATA_DIR: path.join(dir, 'data'),
+      NODE_EXTRA_CA_CERTS: certFile,
+      BENCH_WORKERS: 'all',
+    });
+    const api = new Api(apiChild.url, database.key);
+    const secrets: string[] = [];
+    for (const url of urls) secrets.push((await api.call<{ signing_secret: string }>('POST', '/v1/webhook-endpoints', { url, events: EVENTS }, 201)).signing_secret);
+    const n = settings.runs * settings.endpoints;
+    // Warm-up: connections, JIT, prepared plans.
+    await arrivals(receivers, (await startRuns(api, 20)).length * settings.endpoints);
+    await ask(receivers, { type: 'reset' }, 'reset-done');
+
+    process.stdout.write(`  live: ${settings.runs} runs...\n`);
+    const liveIds = await startRuns(api, settings.runs);
+    const live = await arrivals(receivers, n);
+    const runs = await waitFinal(pool, liveIds, settings.timeoutMs);
+    const events = await eventRows(pool, liveIds);
+    const lat: number[] = [];
+    const queue: number[] = [];
+    const sendMs: number[] = [];
+    for (const a of live) {
+      const e = events.get(a.eventId);
+      if (!e) throw new Error(`a delivery of an unknown event ${a.eventId}`);
+      lat.push(a.at - e.created);
+      const attempted = e.attempts.get(a.delivery);
+      if (attempted !== undefined) {
+        queue.push(attempted - e.created);
+        sendMs.push(a.at - attempted);
+      }
+    }
+    const created = [...events.values()].map((e) => e.created);
+    const lastAt = Math.max(...live.map((a) => a.at));
+    const liveRate = live.length / ((lastAt - Math.min(...created)) / 1000);
+    const produced = runs.length / ((Math.max(...created) - Math.min(...runs.map((r) => r.created))) / 1000);
+    await ask(receivers, { type: 'reset' }, 'reset-done');
+
+    let drainRate = Number.NaN;
+    if (settings.drain) {
+      process.stdout.write(`  drain: ${settings.runs} runs with no webhook worker, then the backlog...\n`);
+      await apiChild.setWorkers('runs');
+      const ids = await startRuns(api, settings.runs);
+      await waitFinal(pool, ids, settings.timeoutMs);
+      await apiChild.setWorkers('all');
+      const drained = await arrivals(receivers, n);
+      const ats = drained.map((a) => a.at);
+      drainRate = (drained.length - 1) / ((Math.max(...ats) - Math.min(...ats)) / 1000);
+      await ask(receivers, { type: 'reset' }, 'reset-done');
+    }
+
+    process.stdout.write(`  plain loop: ${n} signed POSTs, ${inFlightLimit} in flight...\n`);
+    const sample = await pool.query<{ id: string; type: string; created_at: Date; payload: unknown }>('SELECT id, type, created_at, payload FROM run_events LIMIT 1');
+    const ev = sample.rows[0];
+    if (!ev) throw new Error('no event to copy');
+    const body = eventBody({ event_id: ev.id, event_type: ev.type, event_created_at: ev.created_at, payload: ev.payload });
+    const plainRate = await plainLoop(urls, n, inFlightLimit, body, secrets[0] ?? '', pems.cert, false);
+    const keepAliveRate = await plainLoop(urls, n, inFlightLimit, body, secrets[0] ?? '', pems.cert, true);
+    api.close();
+    const loadAfter = loadNote();
+    await cleanup();
+
+    const p50 = percentile(lat, 50);
+    const p99 = percentile(lat, 99);
+    const ratio = (settings.drain ? drainRate : liveRate) / plainRate;
+    const pass = { p50: p50 < TARGETS.p50Ms, p99: p99 < TARGETS.p99Ms, rate: ratio >= TARGETS.rateRatio };
+    const lines = [
+      '',
+      `Webhooks: ${settings.runs} ${NOOP_TOOL} runs x ${settings.endpoints} HTTPS endpoints on loopback; TOOLRUN_WEBHOOK_CONCURRENCY ${conc}, ` +
+        `${settings.perEndpointLimit} per endpoint -> ${inFlightLimit} in flight`,
+      table(
+        ['phase', 'deliveries', 'p50 ms', 'p99 ms', 'max ms', '> 900 ms', 'per s', 'vs plain'],
+        [
+          ['live: event -> receipt', String(live.length), fmt(p50, 1), fmt(p99, 1), fmt(Math.max(...lat), 0), String(lat.filter((x) => x > 900).length), fmt(liveRate, 0), fmt(liveRate / plainRate, 2)],
+          ['  queue: event -> attempt begins', String(queue.length), fmt(percentile(queue, 50), 1), fmt(percentile(queue, 99), 1), fmt(Math.max(...queue), 0), '', '', ''],
+          ['  send: attempt begins -> receipt', String(sendMs.length), fmt(percentile(sendMs, 50), 1), fmt(percentile(sendMs, 99), 1), fmt(Math.max(...sendMs), 0), '', '', ''],
+          ['drain: backlog of deliveries', settings.drain ? String(n) : 'skipped', '', '', '', '', fmt(drainRate, 0), fmt(drainRate / plainRate, 2)],
+          ['baseline: plain signed POSTs, new TLS each', String(n), '', '', '', '', fmt(plainRate, 0), '1.00'],
+          ['diag: plain signed POSTs, keep-alive', String(n), '', '', '', '', fmt(keepAliveRate, 0), fmt(keepAliveRate / plainRate, 2)],
+        ],
+      ),
+      `runs finished at ${fmt(produced, 0)}/s in the live phase, i.e. ${fmt(produced * settings.endpoints, 0)} deliveries/s offered: the live rate cannot exceed that.`,
+      `p50 < ${TARGETS.p50Ms} ms: ${passFail(pass.p50)}; p99 < ${TARGETS.p99Ms} ms: ${passFail(pass.p99)}; ` +
+        `${settings.drain ? 'drain' : 'live'} rate >= ${TARGETS.rateRatio * 100}% of plain: ${passFail(pass.rate)} (${fmt(ratio * 100, 0)}%)`,
+      `load: before ${loadBefore.text}; after ${loadAfter.text}`,
+      '',
+    ];
+    process.stdout.write(lines.join('\n') + '\n');
+    const file = writeResults('webhooks', {
+      benchmark: 'webhooks',
+      at: new Date().toISOString(),
+      machine: machine(),
+      load: { before: loadBefore, after: loadAfter },
+      settings: { ...settings, inFlightLimit },
+      database: database.server,
+      live: { deliveries: live.length, latency_ms: { p50, p99, max: Math.max(...lat) }, queue_p50_ms: percentile(queue, 50), send_p50_ms: percentile(sendMs, 50), per_s: liveRate, runs_per_s: produced },
+      drain: { per_s: drainRate },
+      plain: { per_s: plainRate, keep_alive_per_s: keepAliveRate },
+      targets: { ...TARGETS, ratio, pass },
+    });
+    process.stdout.write(`results written to ${file}\n`);
+    if (!pass.p50 || !pass.p99 || !pass.rate) process.exitCode = 1;
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench:webhooks failed: ${errorText(err)}\n`);
+  process.exit(1);
+});

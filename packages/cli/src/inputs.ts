@@ -1,0 +1,75 @@
+// --input k=v and --file slot=path, turned into a run body's `inputs`.
+import fs from 'node:fs';
+
+/** A mistake in how the command was called: exit code 64. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/**
+ * A value given on the command line: JSON when it parses (numbers, true/false, null, arrays,
+ * objects, "quoted strings"), else the text as it is. So `copies=2` is a number, `save=true` a
+ * boolean, `preset=warm_film` a string, and `name="42"` the string 42.
+ */
+export function parseValue(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
+
+function splitPair(flag: string, pair: string): [string, string] {
+  const eq = pair.indexOf('=');
+  if (eq <= 0) throw new UsageError(`${flag} takes NAME=VALUE, got "${pair}"`);
+  return [pair.slice(0, eq).trim(), pair.slice(eq + 1)];
+}
+
+export interface FileArg {
+  slot: string;
+  path: string;
+}
+
+/** --file slot=path entries, each path checked to be a readable, non-empty file. */
+export function parseFiles(pairs: string[]): FileArg[] {
+  return pairs.map((pair) => {
+    const [slot, file] = splitPair('--file', pair);
+    if (!file) throw new UsageError(`--file ${slot}= needs a path`);
+    let stat: fs.Stats;
+    try {
+      stat = fs.statSync(file);
+    } catch {
+      throw new UsageError(`--file ${slot}=${file}: no such file`);
+    }
+    if (!stat.isFile()) throw new UsageError(`--file ${slot}=${file}: not a regular file`);
+    if (stat.size === 0) throw new UsageError(`--file ${slot}=${file}: the file is empty`);
+    return { slot, path: file };
+  });
+}
+
+/**
+ * The `inputs` object: every --input value by name (a name given more than once becomes a list)
+ * and, per media slot, the list of uploaded file ids in the order the --file flags came.
+ */
+export function buildInputs(inputPairs: string[], uploaded: { slot: string; fileId: string }[]): Record<string, unknown> {
+  const values = new Map<string, unknown[]>();
+  for (const pair of inputPairs) {
+    const [name, raw] = splitPair('--input', pair);
+    values.set(name, [...(values.get(name) ?? []), parseValue(raw)]);
+  }
+  const inputs: Record<string, unknown> = {};
+  for (const [name, list] of values) inputs[name] = list.length === 1 ? list[0] : list;
+  for (const { slot, fileId } of uploaded) {
+    if (values.has(slot)) throw new UsageError(`"${slot}" is given both with --input and with --file`);
+    const ids = (inputs[slot] as string[] | undefined) ?? [];
+    inputs[slot] = [...ids, fileId];
+  }
+  return inputs;
+}
+
+export function parseDuration(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--duration takes a number of seconds above 0, got "${raw}"`);
+  return n;
+}

@@ -1,0 +1,12 @@
+// @toolrun/sdk: a typed client for the Tool-Run API v1. No dependencies beyond Node 20's fetch,
+// crypto and fs.
+export { Toolrun, SDK_VERSION, type ToolrunOptions } from './client.ts';
+export { ToolrunError, type ErrorCode, type KnownErrorCode } from './errors.ts';
+export type { RetryInfo, RetryPolicy } from './http.ts';
+export type { UploadOptions, UploadProgress } from './files.ts';
+export type { DownloadedOutput, DownloadOptions, RunRef, StartOptions, WaitOptions } from './runs.ts';
+export { verifyWebhook, WebhookVerificationError, type VerifyWebhookOptions, type WebhookVerificationReason } from './webhooks.ts';
+export { guessMimeType } from './mime.ts';
+export { FINAL_STATUSES, isFinal } from './types.ts';
+export type * from './types.ts';
+export type { components, operations, paths } from './generated/openapi.ts';

@@ -1,0 +1,59 @@
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyPluginAsync } from 'fastify';
+import { ApiError } from './errors.js';
+
+export const DOCS_PREFIX = '/docs';
+
+/**
+ * The renderer's files are served from the package itself: the machines that run the service need
+ * no internet, so nothing may come from a CDN.
+ */
+function staticAssetNames(): Set<string> {
+  const require = createRequire(import.meta.url);
+  const dir = path.join(path.dirname(require.resolve('@fastify/swagger-ui/package.json')), 'static');
+  return new Set(fs.readdirSync(dir));
+}
+
+/**
+ * GET /docs: an interactive API reference (Swagger UI, served locally) of the very document
+ * GET /v1/openapi.json serves. Needs no key; its routes are hidden from the document.
+ */
+export function docsRoutes(deps: { openapi: () => Record<string, unknown>; publicBaseUrl: string }): FastifyPluginAsync {
+  return async (app) => {
+    const assets = staticAssetNames();
+    const staticPrefix = `${DOCS_PREFIX}/static/`;
+    // The static files sit behind a wildcard route, so a missing one would reach the not-found
+    // handler as a known path (405). Answer it here as what it is: 404 not_found, in the envelope.
+    app.addHook('onRequest', async (request) => {
+      const url = request.url.split('?')[0] ?? request.url;
+      if (!url.startsWith(staticPrefix)) return;
+      const name = url.slice(staticPrefix.length);
+      // The initializer and the theme are generated routes, not files.
+      if (name === 'swagger-initializer.js' || name === 'index.html' || name.startsWith('theme/')) return;
+      if (!assets.has(name)) throw new ApiError('not_found', `No route ${request.method} ${url}. Every path starts with /v1.`);
+    });
+    await app.register(swaggerUi, {
+      routePrefix: DOCS_PREFIX,
+      // The UI loads ./json: answer it with the document /v1/openapi.json serves, not a second one.
+      transformSpecification: () => deps.openapi(),
+      transformSpecificationClone: false,
+      theme: { title: 'Tool-Run API reference' },
+      uiConfig: { deepLinking: true, displayRequestDuration: true },
+      // Everything from this origin (Swagger UI sets inline styles and shows data: images); "Try it
+      // out" calls the API at the document's server URL.
+      staticCSP: [
+        "default-src 'self'",
+        "base-uri 'self'",
+        `connect-src 'self' ${new URL(deps.publicBaseUrl).origin}`,
+        "img-src 'self' data:",
+        "script-src 'self'",
+        "style-src 'self' 'unsafe-inline'",
+        "object-src 'none'",
+        "frame-ancestors 'self'",
+      ].join('; '),
+    });
+  };
+}
