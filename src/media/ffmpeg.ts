@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import { ToolError } from '../tools/manifest.js';
 import type { MediaBinaries } from './binaries.js';
+import type { FfprobeStream } from './probe.js';
 
 /**
  * Running ffmpeg and ffprobe for tools: one child process per job, never a shell; local files
@@ -186,18 +187,7 @@ export interface VideoFacts {
   audioCodec: string | null;
 }
 
-interface ProbeStream {
-  codec_type?: string;
-  codec_name?: string;
-  width?: number;
-  height?: number;
-  avg_frame_rate?: string;
-  r_frame_rate?: string;
-  duration?: string;
-  tags?: { rotate?: string };
-  side_data_list?: { rotation?: number }[];
-  disposition?: { attached_pic?: number };
-}
+type ProbeStream = FfprobeStream;
 
 function fraction(r: string | undefined): { num: number; den: number } | null {
   const [num, den] = (r ?? '').split('/').map(Number);

@@ -76,7 +76,8 @@ async function probeImage(path: string, mime: string, limits: ProbeLimits): Prom
   }
 }
 
-interface FfprobeStream {
+/** One stream of `ffprobe -print_format json -show_streams`. */
+export interface FfprobeStream {
   codec_type?: string;
   codec_name?: string;
   width?: number;
@@ -84,6 +85,8 @@ interface FfprobeStream {
   avg_frame_rate?: string;
   r_frame_rate?: string;
   duration?: string;
+  tags?: { rotate?: string };
+  side_data_list?: { rotation?: number }[];
   disposition?: { attached_pic?: number };
 }
 

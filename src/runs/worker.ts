@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
-import pg from 'pg';
+import { Listener } from '../db/listen.js';
 import type { Db } from '../db/pool.js';
 import { executeRun, type ExecutorDeps, type StopReason } from './executor.js';
 import { verifyOutputs } from './outputs.js';
@@ -67,7 +67,7 @@ export class RunWorker {
   readonly id = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   /** Executions by lease token (a run lost and retaken here may briefly have two). */
   private readonly active = new Map<string, Active>();
-  private listener: pg.Client | null = null;
+  private readonly listener: Listener;
   private stopping = false;
   private wake: (() => void) | null = null;
   /** A poke arrived while the loop was not sleeping (e.g. mid-claim): it must look again. */
@@ -76,34 +76,28 @@ export class RunWorker {
   private loop: Promise<void> | null = null;
   private sweepTimer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly opts: WorkerOptions) {}
+  constructor(private readonly opts: WorkerOptions) {
+    this.listener = new Listener({
+      connectionString: opts.connectionString,
+      channels: [RUNS_CHANNEL, CANCEL_CHANNEL],
+      applicationName: 'toolrun-worker-listen',
+      logger: opts.logger,
+      onNotification: (channel, payload) => {
+        if (channel === RUNS_CHANNEL) this.poke();
+        if (channel === CANCEL_CHANNEL && payload) this.stopRun(payload, 'canceled');
+      },
+      // Work may have arrived while we were not listening.
+      onConnected: () => this.poke(),
+    });
+  }
 
   async start(): Promise<void> {
-    await this.listen();
+    await this.listener.start();
     this.loop = this.run();
     // Lapsed leases are looked for at least once per lease period, however slow the poll.
     const { pollMs, leaseSeconds } = this.opts.config.runs;
     this.sweepTimer = setInterval(() => void this.sweep(), Math.max(1000, Math.min(pollMs, leaseSeconds * 1000)));
     this.opts.logger.info({ worker: this.id, concurrency: this.opts.concurrency }, 'run worker started');
-  }
-
-  private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.opts.connectionString, application_name: 'toolrun-worker-listen' });
-    client.on('notification', (msg) => {
-      if (msg.channel === RUNS_CHANNEL) this.poke();
-      if (msg.channel === CANCEL_CHANNEL && msg.payload) this.stopRun(msg.payload, 'canceled');
-    });
-    client.on('error', (err) => {
-      this.opts.logger.warn({ err }, 'worker notification connection lost; reconnecting');
-      this.listener = null;
-      void client.end().catch(() => undefined);
-      if (!this.stopping) setTimeout(() => void this.listen().catch(() => undefined), 1000);
-    });
-    await client.connect();
-    await client.query(`LISTEN ${RUNS_CHANNEL}`);
-    await client.query(`LISTEN ${CANCEL_CHANNEL}`);
-    this.listener = client;
-    this.poke(); // work may have arrived while we were not listening
   }
 
   private poke(): void {
@@ -240,7 +234,6 @@ export class RunWorker {
         left.map((a) => a.lease),
       );
     }
-    await this.listener?.end().catch(() => undefined);
-    this.listener = null;
+    await this.listener.stop();
   }
 }

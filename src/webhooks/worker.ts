@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
-import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import { Listener } from '../db/listen.js';
 import type { Db } from '../db/pool.js';
 import { recordAttempt } from './repository.js';
 import { sendAttempt } from './send.js';
@@ -40,33 +40,27 @@ export function eventBody(e: { event_id: string; event_type: string; event_creat
  */
 export class WebhookWorker {
   readonly id = `${os.hostname()}:${process.pid}:wh:${randomUUID().slice(0, 8)}`;
-  private listener: pg.Client | null = null;
+  private readonly listener: Listener;
   private stopping = false;
   private wake: (() => void) | null = null;
   private loop: Promise<void> | null = null;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly abort = new AbortController();
 
-  constructor(private readonly opts: { config: Config; db: Db; logger: Logger; connectionString: string }) {}
-
-  async start(): Promise<void> {
-    await this.listen();
-    this.loop = this.run();
+  constructor(private readonly opts: { config: Config; db: Db; logger: Logger; connectionString: string }) {
+    this.listener = new Listener({
+      connectionString: opts.connectionString,
+      channels: [WEBHOOKS_CHANNEL],
+      applicationName: 'toolrun-webhooks-listen',
+      logger: opts.logger,
+      onNotification: () => this.poke(),
+      onConnected: () => this.poke(),
+    });
   }
 
-  private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.opts.connectionString, application_name: 'toolrun-webhooks-listen' });
-    client.on('notification', () => this.poke());
-    client.on('error', (err) => {
-      this.opts.logger.warn({ err }, 'webhook notification connection lost; reconnecting');
-      this.listener = null;
-      void client.end().catch(() => undefined);
-      if (!this.stopping) setTimeout(() => void this.listen().catch(() => undefined), 1000);
-    });
-    await client.connect();
-    await client.query(`LISTEN ${WEBHOOKS_CHANNEL}`);
-    this.listener = client;
-    this.poke();
+  async start(): Promise<void> {
+    await this.listener.start();
+    this.loop = this.run();
   }
 
   private poke(): void {
@@ -203,7 +197,6 @@ export class WebhookWorker {
       this.abort.abort();
       await all;
     }
-    await this.listener?.end().catch(() => undefined);
-    this.listener = null;
+    await this.listener.stop();
   }
 }
