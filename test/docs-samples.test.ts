@@ -59,6 +59,13 @@ function regex(source: string, where: string): RegExp {
 
 function parseDirectives(text: string, where: string): Directives {
   const d: Directives = { skip: null, server: false, background: false, ready: null, expect: [], files: [] };
+  // A skip is alone, and its reason is free text (semicolons included).
+  const skip = /^\s*skip(?:\s+(.*?))?\s*$/s.exec(text);
+  if (skip) {
+    if (!skip[1]) throw new Error(`${where}: "skip" needs a reason`);
+    d.skip = skip[1];
+    return d;
+  }
   for (const raw of text.split(';')) {
     const item = raw.trim();
     if (!item) continue;
@@ -67,9 +74,7 @@ function parseDirectives(text: string, where: string): Directives {
     const arg = space < 0 ? '' : item.slice(space + 1).trim();
     switch (name) {
       case 'skip':
-        if (!arg) throw new Error(`${where}: "skip" needs a reason`);
-        d.skip = arg;
-        break;
+        throw new Error(`${where}: a skipped sample takes no other directive`);
       case 'server':
       case 'background':
         if (arg) throw new Error(`${where}: "${name}" takes no argument`);
@@ -90,9 +95,6 @@ function parseDirectives(text: string, where: string): Directives {
       default:
         throw new Error(`${where}: unknown sample directive "${name}" (see docs/README.md)`);
     }
-  }
-  if (d.skip !== null && (d.server || d.background || d.ready || d.expect.length || d.files.length)) {
-    throw new Error(`${where}: a skipped sample takes no other directive`);
   }
   if (d.ready && !d.background) throw new Error(`${where}: "ready" is for background samples`);
   if (d.background && !d.ready) throw new Error(`${where}: a background sample needs "ready"`);
@@ -130,6 +132,7 @@ export function parseSamples(page: string, markdown: string): Sample[] {
     const where = `${page}:${start + 1}`;
     const directive = directiveRe.exec(lines[start - 1] ?? '');
     const directives = directive ? parseDirectives(directive[1] ?? '', where) : parseDirectives('', where);
+    if (!lang) throw new Error(`${where}: say what the block is (\`\`\`sh, \`\`\`ts, \`\`\`js, or \`\`\`text for output)`);
     if (REFUSED_LANGS.includes(lang)) throw new Error(`${where}: write \`\`\`sh, \`\`\`ts or \`\`\`js (or \`\`\`dotenv), not \`\`\`${lang}`);
     if (directive && !isRunnable(lang) && !(lang === 'dotenv' && directives.skip)) {
       throw new Error(`${where}: only sh, ts and js samples take directives, not \`\`\`${lang || '(no language)'}`);
@@ -529,6 +532,8 @@ describe('the documentation pages', () => {
     assert.throws(() => parseSamples('x.md', '```bash\nx\n```'), /not ```bash/);
     assert.throws(() => parseSamples('x.md', '<!-- sample: background -->\n```sh\nx\n```'), /needs "ready"/);
     assert.throws(() => parseSamples('x.md', '```sh\nx\n'), /never closed/);
+    assert.throws(() => parseSamples('x.md', '```\nx\n```'), /say what the block is/);
+    assert.throws(() => parseSamples('x.md', '<!-- sample: expect x -->\n```json\n{}\n```'), /only sh, ts and js samples take directives/);
   });
 
   test('errors.md lists every error code the service answers, with its status', () => {
@@ -549,30 +554,54 @@ describe('the documentation pages', () => {
   });
 });
 
+/**
+ * Type-checks TypeScript samples with the project's compiler settings (strict) and returns the
+ * diagnostics about them; the SDK's own sources are judged by its package, not here.
+ */
+function typecheck(samples: Sample[]): { diagnostics: string[]; all: string } {
+  const dir = fs.mkdtempSync(path.join(ROOT, '.test-data', 'docs-typecheck-'));
+  try {
+    const files = samples.map((s) => {
+      const file = path.join(dir, `${sampleName(s)}.ts`);
+      fs.writeFileSync(file, `${s.code}\nexport {};\n`);
+      return file;
+    });
+    const tsconfig = path.join(dir, 'tsconfig.json');
+    fs.writeFileSync(tsconfig, JSON.stringify({ extends: path.join(ROOT, 'tsconfig.json'), compilerOptions: { noEmit: true }, include: [], files }));
+    const tsc = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', tsconfig, '--pretty', 'false'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: SAMPLE_TIMEOUT_MS,
+    });
+    const all = `${tsc.stdout ?? ''}${tsc.stderr ?? ''}`;
+    assert.ok(tsc.status === 0 || all.trim().length > 0, `tsc failed without a diagnostic (status ${tsc.status}, ${tsc.error?.message ?? ''})`);
+    const rel = path.relative(ROOT, dir);
+    const diagnostics = all.split('\n').filter((l) => l.startsWith(dir) || l.startsWith(rel));
+    return { diagnostics: diagnostics.map((l) => l.replace(dir + path.sep, '').replace(rel + path.sep, '')), all };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('TypeScript samples', () => {
-  test('type-check against the SDK (tsc, strict)', { skip: sdkMissing ?? (tsSamples.length === 0 ? 'no TypeScript samples' : false) }, () => {
-    const dir = fs.mkdtempSync(path.join(ROOT, '.test-data', 'docs-typecheck-'));
-    try {
-      const files = tsSamples.map((s) => {
-        const file = path.join(dir, `${sampleName(s)}.ts`);
-        fs.writeFileSync(file, `${s.code}\nexport {};\n`);
-        return file;
-      });
-      const tsconfig = path.join(dir, 'tsconfig.json');
-      fs.writeFileSync(tsconfig, JSON.stringify({ extends: path.join(ROOT, 'tsconfig.json'), compilerOptions: { noEmit: true }, include: [], files }));
-      const tsc = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', tsconfig, '--pretty', 'false'], {
-        cwd: ROOT,
-        encoding: 'utf8',
-        timeout: SAMPLE_TIMEOUT_MS,
-      });
-      const diagnostics = `${tsc.stdout}${tsc.stderr}`;
-      // Only the samples are judged here; the SDK's own sources are checked by its package.
-      const inSamples = diagnostics.split('\n').filter((l) => l.startsWith(dir) || l.startsWith(path.relative(ROOT, dir)));
-      assert.deepEqual(inSamples, [], `the TypeScript samples do not type-check:\n${diagnostics}`);
-      assert.ok(tsc.status === 0 || diagnostics.trim().length > 0, `tsc failed without a diagnostic (status ${tsc.status}, ${tsc.error?.message ?? ''})`);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+  const skip = sdkMissing ?? (tsSamples.length === 0 ? 'no TypeScript samples' : false);
+  test('type-check against the SDK (tsc, strict)', { skip }, () => {
+    const { diagnostics, all } = typecheck(tsSamples);
+    assert.deepEqual(diagnostics, [], `the TypeScript samples do not type-check:\n${all}`);
+  });
+
+  test('the type-check can fail: a method the SDK lacks, a wrong type', { skip }, () => {
+    const bad: Sample = {
+      page: 'bad.md',
+      line: 1,
+      lang: 'ts',
+      code: "import { Toolrun } from '@toolrun/sdk';\nconst client = new Toolrun();\nawait client.runs.nope();\nconst n: number = (await client.me()).team.name;",
+      directives: parseDirectives('', 'bad.md:1'),
+    };
+    const { diagnostics } = typecheck([bad]);
+    assert.equal(diagnostics.length, 2, diagnostics.join('\n'));
+    assert.match(diagnostics[0] ?? '', /^bad-L1\.ts\(3,\d+\): error TS2339: Property 'nope' does not exist/);
+    assert.match(diagnostics[1] ?? '', /^bad-L1\.ts\(4,\d+\): error TS2322/);
   });
 });
 
@@ -610,5 +639,7 @@ test('the server stops cleanly', async () => {
   const proc = server;
   await stopProc(proc);
   assert.ok(proc.exit, 'the server exited');
-  assert.doesNotMatch(proc.stderr, /"level":(50|60)/, `the server logged errors${output(proc)}`);
+  // Nothing the samples did made the service log an error (a 500, a failed run, a crash).
+  const errors = proc.stdout.split('\n').filter((l) => l.startsWith('{') && ((JSON.parse(l) as { level?: number }).level ?? 0) >= 50);
+  assert.deepEqual(errors, [], 'the server logged errors');
 });

@@ -148,7 +148,7 @@ describe('in a pseudo-terminal', () => {
     child.write('\x03');
     await child.waitForOutput(/Cancel run [0-9a-f-]+\? \[y\/N\] $/);
     child.write('n\r');
-    await child.waitForOutput(/\[y\/N\] n\r?\n[^]*Run [0-9a-f]{8} \[/);
+    await child.waitForOutput(/\[y\/N\] n\n[^]*Run [0-9a-f]{8} \[/);
     assert.equal((await sdk().runs.get(runId)).status, 'running', 'N leaves the run running');
     const prompts = (child.stdout.match(/\[y\/N\]/g) ?? []).length;
     child.write('\x03');

@@ -1,11 +1,12 @@
 /**
- * The API as a client sees it (bearer key, JSON, file uploads in parts, run polling) and the
+ * The API as a client sees it (bearer key, JSON, file uploads in parts, runs) and the
  * database as the benchmarks read it (run timestamps, to the microsecond, in SQL).
  */
 import http from 'node:http';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { createDb } from '../../src/db/pool.js';
+import { EVENTS_CHANNEL } from '../../src/runs/transitions.js';
 import { grantSparks, updateTeam } from '../../src/teams/repository.js';
 import { putPart } from './upload-io.js';
 import { sleep } from './report.js';
@@ -18,8 +19,6 @@ export interface RunJson {
   started_at: string | null;
   finished_at: string | null;
 }
-
-export const FINAL = ['succeeded', 'failed', 'canceled'];
 
 export class Api {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
@@ -46,20 +45,6 @@ export class Api {
 
   getRun(id: string): Promise<RunJson> {
     return this.call<RunJson>('GET', `/v1/runs/${id}`, undefined, 200);
-  }
-
-  /** Polls GET /v1/runs/{id} every pollMs until the run is final; fails unless it succeeded. */
-  async waitRun(id: string, pollMs: number, timeoutMs: number): Promise<RunJson> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = await this.getRun(id);
-      if (FINAL.includes(run.status)) {
-        if (run.status !== 'succeeded') throw new Error(`run ${id} ${run.status}: ${run.error ?? ''}`);
-        return run;
-      }
-      if (Date.now() > deadline) throw new Error(`run ${id} still ${run.status} after ${timeoutMs} ms`);
-      await sleep(pollMs);
-    }
   }
 
   /** Uploads a file in the parts the API asks for and completes it; returns the ready file's id. */
@@ -104,6 +89,50 @@ export async function prepareTeam(url: string, keyId: string, logger: Logger, op
     return teamId;
   } finally {
     await db.close();
+  }
+}
+
+/**
+ * Learns that runs finished without asking the API: LISTENs on the channel the engine notifies in
+ * every final transition (EVENTS_CHANNEL, payload = run id), so nothing polls the API while a job
+ * runs. `wait` resolves with performance.now() of the notification (kept if it came first).
+ */
+export class RunNotifier {
+  private readonly client: pg.Client;
+  private readonly seen = new Map<string, number>();
+  private readonly waiters = new Map<string, (at: number) => void>();
+
+  constructor(url: string) {
+    this.client = new pg.Client({ connectionString: url, application_name: 'toolrun-bench-notify' });
+    this.client.on('notification', (m) => {
+      if (m.channel !== EVENTS_CHANNEL || !m.payload) return;
+      const at = performance.now();
+      const w = this.waiters.get(m.payload);
+      if (w) w(at);
+      else this.seen.set(m.payload, at);
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.client.connect();
+    await this.client.query(`LISTEN ${EVENTS_CHANNEL}`);
+  }
+
+  wait(runId: string, timeoutMs: number): Promise<number> {
+    const early = this.seen.get(runId);
+    if (early !== undefined) return Promise.resolve(early);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`run ${runId} not final after ${timeoutMs} ms`)), timeoutMs);
+      this.waiters.set(runId, (at) => {
+        clearTimeout(timer);
+        this.waiters.delete(runId);
+        resolve(at);
+      });
+    });
+  }
+
+  close(): Promise<void> {
+    return this.client.end();
   }
 }
 

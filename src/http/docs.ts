@@ -31,8 +31,8 @@ export function docsRoutes(deps: { openapi: () => Record<string, unknown>; publi
       const url = request.url.split('?')[0] ?? request.url;
       if (!url.startsWith(staticPrefix)) return;
       const name = url.slice(staticPrefix.length);
-      // The initializer and the theme are generated routes, not files.
-      if (name === 'swagger-initializer.js' || name === 'index.html' || name.startsWith('theme/')) return;
+      // The initializer and the index redirect are routes of their own, not files.
+      if (name === 'swagger-initializer.js' || name === 'index.html') return;
       if (!assets.has(name)) throw new ApiError('not_found', `No route ${request.method} ${url}. Every path starts with /v1.`);
     });
     await app.register(swaggerUi, {

@@ -55,21 +55,23 @@ export class CliChild {
     return this.child.pid;
   }
 
-  /** Waits until stdout + stderr match; fails early if the child exits first. */
+  /** Waits until stdout + stderr, without escape sequences and CRs, match; fails early if the child exits first. */
   async waitForOutput(re: RegExp, timeoutMs = 30_000): Promise<RegExpExecArray> {
     let done = false;
     void this.exited.then(() => (done = true));
     return waitFor(
       `${re} in the CLI's output`,
       () => {
-        const m = re.exec(this.stdout + this.stderr);
+        const m = re.exec(plain(this.stdout + this.stderr));
         if (m) return m;
         if (done) throw new Error(`the CLI exited before printing ${re}\nstdout: ${this.stdout}\nstderr: ${this.stderr}`);
         return null;
       },
       timeoutMs,
       25,
-    );
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}\nstdout: ${JSON.stringify(this.stdout.slice(-3000))}\nstderr: ${this.stderr}`);
+    });
   }
 
   write(data: string): void {
@@ -123,5 +125,5 @@ export function startCliInPty(args: string[], env: NodeJS.ProcessEnv, opts: { cw
 /** Text without ANSI escape sequences and carriage returns. */
 export function plain(text: string): string {
   // eslint-disable-next-line no-control-regex
-  return text.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '').replace(/\r/g, '');
+  return text.replace(/\u001b(\[[0-9;?]*[A-Za-z]|[78])/g, '').replace(/\r/g, '');
 }

@@ -59,11 +59,12 @@ export function buildInputs(inputPairs: string[], uploaded: { slot: string; file
   }
   const inputs: Record<string, unknown> = {};
   for (const [name, list] of values) inputs[name] = list.length === 1 ? list[0] : list;
+  const files = new Map<string, string[]>();
   for (const { slot, fileId } of uploaded) {
     if (values.has(slot)) throw new UsageError(`"${slot}" is given both with --input and with --file`);
-    const ids = (inputs[slot] as string[] | undefined) ?? [];
-    inputs[slot] = [...ids, fileId];
+    files.set(slot, [...(files.get(slot) ?? []), fileId]);
   }
+  for (const [slot, ids] of files) inputs[slot] = ids;
   return inputs;
 }
 

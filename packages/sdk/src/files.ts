@@ -23,6 +23,8 @@ export interface UploadOptions {
   concurrency?: number;
   /** Attempts per part before the upload fails (default 4). */
   partAttempts?: number;
+  /** Time limit of one part's PUT in ms (default 600000: parts are large). */
+  partTimeoutMs?: number;
   signal?: AbortSignal;
 }
 
@@ -109,7 +111,7 @@ export class Files {
         const offset = (part.part_number - 1) * upload.part_size_bytes;
         const length = Math.max(0, Math.min(upload.part_size_bytes, source.size - offset));
         const bytes = await source.read(offset, length);
-        etags.set(part.part_number, await this.putPart(part.url, part.part_number, bytes, opts.partAttempts ?? 4, signal));
+        etags.set(part.part_number, await this.putPart(part.url, part.part_number, bytes, opts, signal));
         progress.uploadedBytes += length;
         progress.partsDone++;
         opts.onProgress?.({ ...progress });
@@ -129,8 +131,9 @@ export class Files {
   }
 
   /** PUTs one part, again after a connection failure, 408, 429 or 5xx; returns its ETag. */
-  private async putPart(url: string, partNumber: number, bytes: Uint8Array<ArrayBuffer>, attempts: number, signal: AbortSignal): Promise<string> {
-    const { timeoutMs } = this.http.opts;
+  private async putPart(url: string, partNumber: number, bytes: Uint8Array<ArrayBuffer>, opts: UploadOptions, signal: AbortSignal): Promise<string> {
+    const attempts = opts.partAttempts ?? 4;
+    const timeoutMs = opts.partTimeoutMs ?? 600_000;
     for (let attempt = 1; ; attempt++) {
       let error: ToolrunError;
       try {

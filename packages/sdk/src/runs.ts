@@ -36,6 +36,8 @@ export interface DownloadOptions {
   readyTimeoutMs?: number;
   /** Called when each output has been written. */
   onOutput?: (output: DownloadedOutput) => void;
+  /** Time limit of one output's download in ms (default 3600000: outputs may be large videos). */
+  timeoutMs?: number;
 }
 
 export interface DownloadedOutput {
@@ -180,7 +182,7 @@ export class Runs {
         }
         throw err;
       }
-      const res = await fetchOnce(this.http.opts.fetch, signed.url, { method: 'GET' }, this.http.opts.timeoutMs, opts.signal);
+      const res = await fetchOnce(this.http.opts.fetch, signed.url, { method: 'GET' }, opts.timeoutMs ?? 3_600_000, opts.signal);
       if (!res.ok || !res.body) {
         const error = errorFromResponse(res.status, res.headers, await res.text());
         // An expired or refused URL: ask for a fresh one (a few times).

@@ -1,0 +1,130 @@
+// GET /docs: the interactive API reference (Swagger UI) over a real socket. Served without a key,
+// every script and stylesheet from the service itself (the machines have no internet), loading
+// the very document GET /v1/openapi.json serves, hidden from that document, and its misses
+// answered in the error envelope with X-Request-Id like every other path.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startTestServer, type TestServer } from './helpers/server.js';
+
+let s: TestServer;
+
+before(async () => {
+  s = await startTestServer();
+});
+after(() => s.close());
+
+interface Fetched {
+  status: number;
+  headers: Headers;
+  body: string;
+}
+
+async function get(path: string, init: RequestInit = {}): Promise<Fetched> {
+  const res = await fetch(`${s.url}${path}`, { redirect: 'manual', ...init });
+  return { status: res.status, headers: res.headers, body: await res.text() };
+}
+
+/** src and href values of <script> and <link> tags. */
+function assetRefs(html: string): string[] {
+  const refs: string[] = [];
+  for (const m of html.matchAll(/<(script|link)\b[^>]*?\s(?:src|href)="([^"]+)"/g)) refs.push(m[2] ?? '');
+  return refs;
+}
+
+function assertEnvelope(res: Fetched, code: string): void {
+  const requestId = res.headers.get('x-request-id');
+  assert.match(requestId ?? '', /^[0-9a-f-]{36}$/);
+  assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
+  const body = JSON.parse(res.body) as { error: { code: string; request_id: string } };
+  assert.equal(body.error.code, code);
+  assert.equal(body.error.request_id, requestId);
+}
+
+describe('GET /docs', () => {
+  test('answers HTML without a key, with X-Request-Id and a same-origin content security policy', async () => {
+    for (const path of ['/docs', '/docs/']) {
+      const res = await get(path);
+      assert.equal(res.status, 200, path);
+      assert.match(res.headers.get('content-type') ?? '', /^text\/html/);
+      assert.match(res.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+      assert.match(res.body, /<div id="swagger-ui">/);
+      assert.match(res.body, /<title>Tool-Run API reference<\/title>/);
+      const csp = res.headers.get('content-security-policy') ?? '';
+      assert.match(csp, /default-src 'self'/);
+      assert.match(csp, /script-src 'self'(;|$)/);
+    }
+  });
+
+  test('every script and stylesheet is served by the service itself (no CDN), as JS and CSS', async () => {
+    const page = await get('/docs');
+    const refs = assetRefs(page.body);
+    assert.ok(refs.length >= 4, `too few assets: ${JSON.stringify(refs)}`);
+    const kinds = new Set<string>();
+    for (const ref of refs) {
+      const url = new URL(ref, `${s.url}/docs`);
+      assert.equal(url.origin, s.url, `${ref} is not served by the service`);
+      const res = await get(url.pathname);
+      assert.equal(res.status, 200, `${ref}: ${res.status} ${res.body.slice(0, 200)}`);
+      assert.ok(res.body.length > 0, `${ref} is empty`);
+      const type = res.headers.get('content-type') ?? '';
+      if (url.pathname.endsWith('.js')) {
+        assert.match(type, /javascript/, ref);
+        kinds.add('js');
+      }
+      if (url.pathname.endsWith('.css')) {
+        assert.match(type, /text\/css/, ref);
+        kinds.add('css');
+        // A stylesheet may not pull fonts or images from elsewhere either.
+        assert.doesNotMatch(res.body, /url\(\s*["']?https?:/, `${ref} loads something from another origin`);
+      }
+    }
+    assert.deepEqual([...kinds].sort(), ['css', 'js']);
+    // The bundle itself is the renderer, not an error page.
+    const bundle = await get('/docs/static/swagger-ui-bundle.js');
+    assert.ok(bundle.body.length > 500_000, `swagger-ui-bundle.js is only ${bundle.body.length} bytes`);
+    assert.match(bundle.body, /SwaggerUIBundle/);
+  });
+
+  test('the page loads ./json, and /docs/json is /v1/openapi.json', async () => {
+    const init = await get('/docs/static/swagger-initializer.js');
+    assert.equal(init.status, 200);
+    assert.match(init.body, /url: resolveUrl\('\.\/json'\)/);
+    // The initializer resolves ./json against the page URL with a trailing slash: /docs/json.
+    assert.match(init.body, /validatorUrl: null/, 'no call to an outside validator');
+    const ui = await get('/docs/json');
+    const api = await get('/v1/openapi.json');
+    assert.equal(ui.status, 200);
+    assert.equal(api.status, 200);
+    assert.deepEqual(JSON.parse(ui.body) as unknown, JSON.parse(api.body) as unknown);
+    assert.equal((JSON.parse(ui.body) as { openapi: string }).openapi, '3.1.0');
+  });
+
+  test('the /docs routes are not in the OpenAPI document', async () => {
+    const doc = JSON.parse((await get('/v1/openapi.json')).body) as { paths: Record<string, unknown> };
+    const paths = Object.keys(doc.paths);
+    assert.ok(paths.includes('/v1/me'), 'the document has its operations');
+    assert.deepEqual(
+      paths.filter((p) => p.startsWith('/docs')),
+      [],
+    );
+  });
+
+  test('misses under /docs answer 404 not_found in the envelope with X-Request-Id', async () => {
+    for (const path of ['/docs/static/nope.js', '/docs/static/', '/docs/static/..%2fpackage.json', '/docs/nope', '/docs/static/theme/x.css']) {
+      const res = await get(path);
+      assert.equal(res.status, 404, `${path}: ${res.status} ${res.body.slice(0, 200)}`);
+      assertEnvelope(res, 'not_found');
+    }
+    const wrongMethod = await get('/docs', { method: 'POST' });
+    assert.equal(wrongMethod.status, 405);
+    assert.equal(wrongMethod.headers.get('allow'), 'GET, HEAD');
+    assertEnvelope(wrongMethod, 'method_not_allowed');
+  });
+
+  test('HEAD works as GET without a body', async () => {
+    const res = await get('/docs/static/swagger-ui.css', { method: 'HEAD' });
+    assert.equal(res.status, 200);
+    assert.equal(res.body, '');
+    assert.match(res.headers.get('content-type') ?? '', /text\/css/);
+  });
+});
