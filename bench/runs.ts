@@ -23,7 +23,7 @@
  *
  * Environment: DATABASE_URL (else an embedded PostgreSQL), BENCH_PACED_RUNS (150), BENCH_PACE_MS
  * (40), BENCH_BURST_RUNS (300), BENCH_CLIENTS (8), BENCH_REAL_SECONDS (2), BENCH_REAL_ROUNDS (3),
- * BENCH_LOG_LEVEL (warn); TOOLRUN_WORKER_CONCURRENCY passes through.
+ * BENCH_LOG_LEVEL (warn), BENCH_MAX_MINUTES (10); TOOLRUN_WORKER_CONCURRENCY passes through.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -37,7 +37,7 @@ import { cpuWithChildren, descendantsCpuSeconds, startAppChild, type AppChild } 
 import { benchRegistry, NOOP_TOOL, runDirect } from './lib/bench-tools.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { makeImage } from './lib/media-gen.js';
-import { envInt, envNum, errorText, fmt, loadNote, machine, median, passFail, pct, percentile, sleep, table, writeResults } from './lib/report.js';
+import { envInt, envNum, errorText, fmt, loadNote, machine, median, passFail, pct, percentile, sleep, table, watchdog, writeResults } from './lib/report.js';
 import { inFlight, procCpuSeconds } from './lib/upload-io.js';
 
 const P50_TARGET_MS = 20;
@@ -175,6 +175,7 @@ async function main(): Promise<void> {
       fs.rmSync(dir, { recursive: true, force: true });
     })());
   process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  watchdog('runs', cleanup);
   try {
     const loadBefore = loadNote();
     process.stdout.write(`setting up (${loadBefore.text})...\n`);

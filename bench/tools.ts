@@ -19,7 +19,7 @@
  * `convert -resize 200%` when ImageMagick is installed, video_upscale against its bare ffmpeg command.
  *
  * Environment: DATABASE_URL (else an embedded PostgreSQL), BENCH_JOB_SECONDS (3), BENCH_ROUNDS
- * (3), BENCH_TOOLS (comma-separated ids; all five), BENCH_LOG_LEVEL (warn).
+ * (3), BENCH_TOOLS (comma-separated ids; all five), BENCH_LOG_LEVEL (warn), BENCH_MAX_MINUTES (10).
  */
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -35,7 +35,7 @@ import { cpuWithChildren, sampleTree, startAppChild, type AppChild } from './lib
 import type { DirectFile, EngineSteps } from './lib/bench-tools.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { makeClip, makeImage } from './lib/media-gen.js';
-import { envInt, envNum, errorText, fmt, loadNote, machine, median, MIB, passFail, pct, sleep, table, writeResults } from './lib/report.js';
+import { envInt, envNum, errorText, fmt, loadNote, machine, median, MIB, passFail, pct, table, watchdog, writeResults } from './lib/report.js';
 
 const OVERHEAD_TARGET = 0.1;
 const TARGET_APPLIES_MS = 2000;
@@ -217,6 +217,7 @@ async function main(): Promise<void> {
       fs.rmSync(dir, { recursive: true, force: true });
     })());
   process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  watchdog('tools', cleanup);
   try {
     const loadBefore = loadNote();
     process.stdout.write(`setting up (${loadBefore.text})...\n`);

@@ -23,7 +23,7 @@
  *          3 x max(1, floor(TOOLRUN_WEBHOOK_CONCURRENCY / 4))). A keep-alive variant is a diagnostic.
  *
  * Environment: DATABASE_URL (else an embedded PostgreSQL), BENCH_WEBHOOK_RUNS (1000), BENCH_CLIENTS
- * (4), BENCH_DRAIN (1; 0 skips it), BENCH_LOG_LEVEL (warn); TOOLRUN_WEBHOOK_CONCURRENCY passes through.
+ * (4), BENCH_DRAIN (1; 0 skips it), BENCH_LOG_LEVEL (warn), BENCH_MAX_MINUTES (10); TOOLRUN_WEBHOOK_CONCURRENCY passes through.
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -40,7 +40,7 @@ import { Api, prepareTeam, waitFinal } from './lib/api.js';
 import { forkChild, startAppChild, type AppChild, type Child } from './lib/app-children.js';
 import { NOOP_TOOL } from './lib/bench-tools.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
-import { envInt, errorText, fmt, loadNote, machine, passFail, percentile, sleep, table, writeResults } from './lib/report.js';
+import { envInt, errorText, fmt, loadNote, machine, passFail, percentile, sleep, table, watchdog, writeResults } from './lib/report.js';
 import { inFlight } from './lib/upload-io.js';
 import type { Arrival, ReceiverChildMessage, ReceiverParentMessage } from './webhook-receivers.js';
 
@@ -152,6 +152,7 @@ async function main(): Promise<void> {
       fs.rmSync(dir, { recursive: true, force: true });
     })());
   process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  watchdog('webhooks', cleanup);
   try {
     const loadBefore = loadNote();
     process.stdout.write(`setting up (${loadBefore.text})...\n`);

@@ -88,3 +88,12 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 export function errorText(err: unknown): string {
   return err instanceof Error ? (err.stack ?? err.message) : String(err);
 }
+
+/** Stops a benchmark (cleaning up first) that is still running after BENCH_MAX_MINUTES (10). */
+export function watchdog(name: string, cleanup: () => Promise<void>): void {
+  const minutes = envNum('BENCH_MAX_MINUTES', 10, 0.1);
+  setTimeout(() => {
+    process.stderr.write(`bench:${name}: still running after ${minutes} min, stopping\n`);
+    void cleanup().finally(() => process.exit(1));
+  }, minutes * 60_000).unref();
+}

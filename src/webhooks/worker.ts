@@ -43,6 +43,8 @@ export class WebhookWorker {
   private readonly listener: Listener;
   private stopping = false;
   private wake: (() => void) | null = null;
+  /** A poke arrived while the loop was not sleeping (mid-claim): it must look again at once. */
+  private poked = false;
   private loop: Promise<void> | null = null;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly abort = new AbortController();
@@ -64,6 +66,7 @@ export class WebhookWorker {
   }
 
   private poke(): void {
+    this.poked = true;
     const w = this.wake;
     this.wake = null;
     w?.();
@@ -159,6 +162,7 @@ export class WebhookWorker {
   private async run(): Promise<void> {
     const { config, logger } = this.opts;
     while (!this.stopping) {
+      this.poked = false;
       const free = config.webhooks.concurrency - this.inFlight.size;
       let claimed: Claimed[] = [];
       if (free > 0) {
@@ -177,12 +181,16 @@ export class WebhookWorker {
           });
         this.inFlight.add(p);
       }
-      if (claimed.length && claimed.length === free) continue;
+      // Look again at once if everything free was taken, or if a notification or a finished
+      // delivery arrived while the claim ran (its poke found no sleeper to wake).
+      if ((claimed.length && claimed.length === free) || this.poked) continue;
       // Sleep until a notification, a finished delivery, or the next due retry (polled).
+      let timer: NodeJS.Timeout | undefined;
       await new Promise<void>((resolve) => {
         this.wake = resolve;
-        setTimeout(resolve, Math.min(config.runs.pollMs, 1000)).unref();
+        timer = setTimeout(resolve, Math.min(config.runs.pollMs, 1000)).unref();
       });
+      clearTimeout(timer);
       this.wake = null;
     }
   }
