@@ -3,12 +3,70 @@ import type { FastifyInstance } from 'fastify';
 type Json = Record<string, unknown>;
 
 /**
+ * What the service POSTs to webhook endpoints (OpenAPI 3.1 `webhooks`): the event envelope with
+ * the run for run.* events and the endpoint id for ping. Receivers must ignore unknown types.
+ */
+function webhookDeliveries(): { schema: Json; webhooks: Json } {
+  const schema: Json = {
+    type: 'object',
+    title: 'event',
+    required: ['id', 'object', 'type', 'created_at', 'data'],
+    properties: {
+      id: { type: 'string', description: 'Event id: the same on every retry; store handled ids and skip repeats' },
+      object: { type: 'string', enum: ['event'] },
+      type: { type: 'string', description: 'run.succeeded, run.failed, run.canceled or ping; more may be added' },
+      created_at: { type: 'string', format: 'date-time' },
+      data: {
+        type: 'object',
+        properties: {
+          run: { $ref: '#/components/schemas/Run' },
+          webhook_endpoint_id: { type: 'string', description: 'On ping events' },
+        },
+      },
+    },
+  };
+  const header = (description: string) => ({ required: true, schema: { type: 'string' }, description });
+  const delivery = (summary: string) => ({
+    post: {
+      summary,
+      parameters: [
+        { name: 'User-Agent', in: 'header', ...header('Service-Webhooks/1') },
+        { name: 'Service-Event', in: 'header', ...header('The event type') },
+        { name: 'Service-Delivery', in: 'header', ...header('Delivery id (UUID), the same on every attempt') },
+        {
+          name: 'Service-Signature',
+          in: 'header',
+          ...header('t=<unix seconds>,v1=<hex HMAC-SHA256 with the signing secret of "t." + the raw body>'),
+        },
+      ],
+      requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/Event' } } } },
+      responses: {
+        '200': { description: 'Any 2xx within 10 s is success; anything else (redirects included) is retried after 60, 300, 1800, 7200 and 43200 s' },
+      },
+    },
+  });
+  return {
+    schema,
+    webhooks: {
+      'run.succeeded': delivery('A run finished and its outputs are ready'),
+      'run.failed': delivery('A run stopped with an error; its hold was released'),
+      'run.canceled': delivery('A run was canceled; its hold was released'),
+      ping: delivery('Sent by POST /v1/webhook-endpoints/{endpoint_id}/test'),
+    },
+  };
+}
+
+/**
  * The generated document plus what Fastify's schemas cannot say: the X-Request-Id header on
- * every response, the RateLimit headers on authenticated ones and Retry-After on 429 and 503.
+ * every response, the RateLimit headers on authenticated ones, Retry-After on 429 and 503, and
+ * the webhook deliveries.
  */
 export function buildOpenApiDocument(app: FastifyInstance): Json {
   const doc = structuredClone(app.swagger()) as unknown as Json;
   const components = (doc.components ??= {}) as Json;
+  const deliveries = webhookDeliveries();
+  ((components.schemas ??= {}) as Json).Event = deliveries.schema;
+  doc.webhooks = deliveries.webhooks;
   components.headers = {
     XRequestId: { description: 'Unique id of this request; equals error.request_id on errors.', schema: { type: 'string' } },
     RateLimitLimit: { description: "The key's requests per minute.", schema: { type: 'integer' } },

@@ -262,7 +262,196 @@ export type paths = {
         trace?: never;
     };
 };
-export type webhooks = Record<string, never>;
+export type webhooks = {
+    ping: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Sent by POST /v1/webhook-endpoints/{endpoint_id}/test */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description Delivery id (UUID), the same on every attempt */
+                    "Service-Delivery": string;
+                    /** @description The event type */
+                    "Service-Event": string;
+                    /** @description t=<unix seconds>,v1=<hex HMAC-SHA256 with the signing secret of "t." + the raw body> */
+                    "Service-Signature": string;
+                    /** @description Service-Webhooks/1 */
+                    "User-Agent": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx within 10 s is success; anything else (redirects included) is retried after 60, 300, 1800, 7200 and 43200 s */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "run.canceled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A run was canceled; its hold was released */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description Delivery id (UUID), the same on every attempt */
+                    "Service-Delivery": string;
+                    /** @description The event type */
+                    "Service-Event": string;
+                    /** @description t=<unix seconds>,v1=<hex HMAC-SHA256 with the signing secret of "t." + the raw body> */
+                    "Service-Signature": string;
+                    /** @description Service-Webhooks/1 */
+                    "User-Agent": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx within 10 s is success; anything else (redirects included) is retried after 60, 300, 1800, 7200 and 43200 s */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "run.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A run stopped with an error; its hold was released */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description Delivery id (UUID), the same on every attempt */
+                    "Service-Delivery": string;
+                    /** @description The event type */
+                    "Service-Event": string;
+                    /** @description t=<unix seconds>,v1=<hex HMAC-SHA256 with the signing secret of "t." + the raw body> */
+                    "Service-Signature": string;
+                    /** @description Service-Webhooks/1 */
+                    "User-Agent": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx within 10 s is success; anything else (redirects included) is retried after 60, 300, 1800, 7200 and 43200 s */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "run.succeeded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A run finished and its outputs are ready */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description Delivery id (UUID), the same on every attempt */
+                    "Service-Delivery": string;
+                    /** @description The event type */
+                    "Service-Event": string;
+                    /** @description t=<unix seconds>,v1=<hex HMAC-SHA256 with the signing secret of "t." + the raw body> */
+                    "Service-Signature": string;
+                    /** @description Service-Webhooks/1 */
+                    "User-Agent": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx within 10 s is success; anything else (redirects included) is retried after 60, 300, 1800, 7200 and 43200 s */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+};
 export type components = {
     schemas: {
         /** webhook_endpoint (with signing_secret) */
@@ -317,6 +506,22 @@ export type components = {
             /** @description Expected cost; a successful run of these inputs costs exactly this */
             sparks: number;
             tool_id: string;
+        };
+        /** event */
+        Event: {
+            /** Format: date-time */
+            created_at: string;
+            data: {
+                run?: components["schemas"]["Run"];
+                /** @description On ping events */
+                webhook_endpoint_id?: string;
+            };
+            /** @description Event id: the same on every retry; store handled ids and skip repeats */
+            id: string;
+            /** @enum {string} */
+            object: "event";
+            /** @description run.succeeded, run.failed, run.canceled or ping; more may be added */
+            type: string;
         };
         /** file */
         File: {
