@@ -37,6 +37,7 @@ import S3rver from 's3rver';
 import { expireFiles } from '../src/files/janitor.js';
 import { getTeamFiles } from '../src/files/repository.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
+import { md5Etag, putPart, uploadAll, type PartRef, type Upload } from './helpers/uploads.js';
 import { bearer, makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { makeMp4, makePng } from './helpers/media.js';
 
@@ -60,19 +61,6 @@ let team: TeamFixture;
 let png: Buffer;
 let mp4: Buffer;
 
-interface Upload {
-  file_id: string;
-  upload_id: string;
-  part_size_bytes: number;
-  parts: { part_number: number; url: string }[];
-  expires_in_seconds: number;
-}
-
-interface PartRef {
-  part_number: number;
-  etag: string;
-}
-
 async function api(method: string, url: string, key: string, body?: unknown): Promise<Response> {
   return fetch(`${s.url}${url}`, {
     method,
@@ -87,28 +75,6 @@ async function startUpload(size: number, name: string, mime: string): Promise<Up
   return (await res.json()) as Upload;
 }
 
-function md5Etag(bytes: Uint8Array): string {
-  return `"${createHash('md5').update(bytes).digest('hex')}"`;
-}
-
-/** PUTs part n (its slice of `bytes`) to its presigned URL, as a browser would: a plain PUT, no headers. */
-async function putPart(upload: Upload, bytes: Buffer, n: number): Promise<string> {
-  const part = upload.parts[n - 1];
-  assert.ok(part, `no part ${n}`);
-  const chunk = bytes.subarray((n - 1) * upload.part_size_bytes, n * upload.part_size_bytes);
-  const res = await fetch(part.url, { method: 'PUT', body: Uint8Array.from(chunk) });
-  assert.equal(res.status, 200, await res.clone().text());
-  const etag = res.headers.get('etag');
-  assert.equal(etag, md5Etag(chunk));
-  return etag ?? '';
-}
-
-/** Every part, all at once and in reverse order; returns the ETags sorted by part number. */
-async function uploadAll(upload: Upload, bytes: Buffer): Promise<PartRef[]> {
-  const order = upload.parts.map((p) => p.part_number).reverse();
-  const etags = await Promise.all(order.map(async (n) => ({ part_number: n, etag: await putPart(upload, bytes, n) })));
-  return etags.sort((a, b) => a.part_number - b.part_number);
-}
 
 async function complete(upload: Upload, parts: PartRef[]): Promise<Response> {
   return api('POST', `/v1/files/${upload.file_id}/complete`, team.key, { upload_id: upload.upload_id, parts });

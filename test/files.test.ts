@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -8,6 +7,7 @@ import { expireFiles } from '../src/files/janitor.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { bearer, makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { makeMp4, makePng } from './helpers/media.js';
+import { putPart, uploadAll, type PartRef, type Upload } from './helpers/uploads.js';
 
 const PART = 16 * 1024;
 let s: TestServer;
@@ -15,14 +15,6 @@ let team: TeamFixture;
 let other: TeamFixture;
 let png: Buffer;
 let mp4: Buffer;
-
-interface Upload {
-  file_id: string;
-  upload_id: string;
-  part_size_bytes: number;
-  parts: { part_number: number; url: string }[];
-  expires_in_seconds: number;
-}
 
 async function api(method: string, url: string, key: string, body?: unknown): Promise<Response> {
   return fetch(`${s.url}${url}`, {
@@ -38,25 +30,7 @@ async function startUpload(bytes: Buffer, name: string, mime: string, key = team
   return (await res.json()) as Upload;
 }
 
-async function putPart(upload: Upload, bytes: Buffer, n: number): Promise<string> {
-  const part = upload.parts[n - 1];
-  assert.ok(part, `no part ${n}`);
-  const chunk = bytes.subarray((n - 1) * upload.part_size_bytes, n * upload.part_size_bytes);
-  const res = await fetch(part.url, { method: 'PUT', body: Uint8Array.from(chunk) });
-  assert.equal(res.status, 200, await res.clone().text());
-  const etag = res.headers.get('etag');
-  assert.equal(etag, `"${createHash('md5').update(chunk).digest('hex')}"`);
-  return etag ?? '';
-}
-
-async function uploadAll(upload: Upload, bytes: Buffer): Promise<{ part_number: number; etag: string }[]> {
-  // Parallel and out of order, as a real client would.
-  const order = upload.parts.map((p) => p.part_number).reverse();
-  const etags = await Promise.all(order.map(async (n) => ({ part_number: n, etag: await putPart(upload, bytes, n) })));
-  return etags.sort((a, b) => a.part_number - b.part_number);
-}
-
-async function complete(upload: Upload, parts: { part_number: number; etag: string }[], key = team.key): Promise<Response> {
+async function complete(upload: Upload, parts: PartRef[], key = team.key): Promise<Response> {
   return api('POST', `/v1/files/${upload.file_id}/complete`, key, { upload_id: upload.upload_id, parts });
 }
 

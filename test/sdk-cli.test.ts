@@ -145,6 +145,8 @@ describe('in a pseudo-terminal', () => {
     const child = startCliInPty(['run', 'test_copy', '--file', `image=${photo}`, '--input', 'mode=hang', '--out', tmp], env());
     const runId = (await child.waitForOutput(new RegExp(`Started run (${UUID})`)))[1] ?? '';
     await waitFor('the run to be running', async () => ((await runsIn('running')).includes(runId) ? true : undefined));
+    // The bar drawn at least once: the CLI is following the run (and handling Ctrl-C) by now.
+    await child.waitForOutput(new RegExp(`Run ${runId.slice(0, 8)} \\[`));
     child.write('\x03');
     await child.waitForOutput(/Cancel run [0-9a-f-]+\? \[y\/N\] $/);
     child.write('n\r');
