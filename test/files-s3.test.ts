@@ -38,7 +38,7 @@ import { expireFiles } from '../src/files/janitor.js';
 import { getTeamFiles } from '../src/files/repository.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { md5Etag, putPart, uploadAll, type PartRef, type Upload } from './helpers/uploads.js';
-import { bearer, makeTeam, type TeamFixture } from './helpers/fixtures.js';
+import { callApi, makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { makeMp4, makePng } from './helpers/media.js';
 
 const PART = 16 * 1024;
@@ -61,12 +61,8 @@ let team: TeamFixture;
 let png: Buffer;
 let mp4: Buffer;
 
-async function api(method: string, url: string, key: string, body?: unknown): Promise<Response> {
-  return fetch(`${s.url}${url}`, {
-    method,
-    headers: { ...bearer(key), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+function api(method: string, url: string, key: string, body?: unknown): Promise<Response> {
+  return callApi(s.url, key, method, url, body);
 }
 
 async function startUpload(size: number, name: string, mime: string): Promise<Upload> {

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { getTeamFiles } from '../src/files/repository.js';
 import { expireFiles } from '../src/files/janitor.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
-import { bearer, makeTeam, type TeamFixture } from './helpers/fixtures.js';
+import { callApi, makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { makeMp4, makePng } from './helpers/media.js';
 import { putPart, uploadAll, type PartRef, type Upload } from './helpers/uploads.js';
 
@@ -16,12 +16,8 @@ let other: TeamFixture;
 let png: Buffer;
 let mp4: Buffer;
 
-async function api(method: string, url: string, key: string, body?: unknown): Promise<Response> {
-  return fetch(`${s.url}${url}`, {
-    method,
-    headers: { ...bearer(key), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+function api(method: string, url: string, key: string, body?: unknown): Promise<Response> {
+  return callApi(s.url, key, method, url, body);
 }
 
 async function startUpload(bytes: Buffer, name: string, mime: string, key = team.key): Promise<Upload> {

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ledgerDrift } from '../src/sparks/ledger.js';
 import type { RunWorker } from '../src/runs/worker.js';
-import { bearer, makeTeam, type TeamFixture } from './helpers/fixtures.js';
+import { callApi, makeTeam, type TeamFixture } from './helpers/fixtures.js';
+import type { RunBody } from './helpers/runs-harness.js';
 import { makePng } from './helpers/media.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { testRegistry } from './helpers/test-tools.js';
@@ -14,23 +15,9 @@ let team: TeamFixture;
 let fileId: string;
 const tools = testRegistry();
 
-interface RunBody {
-  id: string;
-  status: string;
-  cost_sparks: number;
-  progress: number;
-  outputs: { asset_id: string; width: number; height: number; size_bytes: number; mime_type: string; file_name: string }[];
-  error: string | null;
-  started_at: string | null;
-  finished_at: string | null;
-}
 
-async function api(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${s.url}${url}`, {
-    method,
-    headers: { ...bearer(team.key), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+function api(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return callApi(s.url, team.key, method, url, body, headers);
 }
 
 async function uploadPng(): Promise<string> {

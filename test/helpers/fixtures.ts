@@ -34,3 +34,19 @@ export async function makeTeam(
 export function bearer(key: string): Record<string, string> {
   return { authorization: `Bearer ${key}` };
 }
+
+/** One API call over a real socket with the key, the body sent as JSON when there is one. */
+export function callApi(
+  baseUrl: string,
+  key: string,
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(`${baseUrl}${url}`, {
+    method,
+    headers: { ...bearer(key), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
