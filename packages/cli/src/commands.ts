@@ -114,26 +114,33 @@ export async function runCommand(client: Toolrun, ui: Ui, tool: string, args: Ru
   const estimate = await client.tools.estimate(tool, body);
   showEstimate(ui, estimate);
 
-  // A Ctrl-C while the run is being started is answered once its id is known.
+  // A Ctrl-C while the run is being started is answered once its id is known. This listener stays
+  // until follow() has added its own: with no SIGINT listener at all, even for an instant, Node
+  // restores the default action and a Ctrl-C in that instant would kill the CLI.
   let early = false;
   const onEarly = () => (early = true);
   process.on('SIGINT', onEarly);
   let started: Run;
   try {
     started = await client.runs.start(tool, body, args.idempotencyKey ? { idempotencyKey: args.idempotencyKey } : {});
-  } finally {
+  } catch (err) {
     process.off('SIGINT', onEarly);
+    throw err;
   }
   ui.line(`Started run ${started.id} (${started.status}, ${started.cost_sparks} Sparks held)`);
   if (!args.wait) {
+    process.off('SIGINT', onEarly);
     ui.result({ estimate, files: uploaded, run: started });
     return EXIT.ok;
   }
 
-  const outcome = await follow(client, started, ui, {
+  // follow() adds its SIGINT listener synchronously, before its first await.
+  const following = follow(client, started, ui, {
     interruptedEarly: early,
     ...(args.pollIntervalMs !== undefined ? { intervalMs: args.pollIntervalMs } : {}),
   });
+  process.off('SIGINT', onEarly);
+  const outcome = await following;
   const run = outcome.run;
   if (outcome.kind === 'detached') {
     ui.note(`Left run ${run.id} ${run.status}. Follow it with: toolrun-cli get ${run.id}; cancel it with: toolrun-cli cancel ${run.id}`);
