@@ -49,12 +49,13 @@ export async function main(argv: string[]): Promise<void> {
   program
     .command('serve')
     .description('run the API with in-process workers')
-    .action(async () => {
+    .option('--no-workers', 'serve the API only; run `toolrun worker` processes for the runs and deliveries')
+    .action(async (opts: { workers: boolean }) => {
       const logger = createLogger(config.logLevel);
       // Loaded only here: the HTTP stack is most of the start-up time the admin commands do without.
       const { startService } = await import('../service/serve.js');
       // Handlers first: a SIGTERM during start-up waits for the start, then stops cleanly.
-      const starting = startService(config, logger);
+      const starting = startService(config, logger, process.stdout, { workers: opts.workers });
       onShutdown(async () => {
         const service = await starting.catch(() => null);
         await service?.stop();

@@ -42,8 +42,18 @@ async function withConcretePort(config: Config): Promise<Config> {
   return { ...config, port, publicBaseUrl: base.toString().replace(/\/+$/, '') };
 }
 
+export interface ServiceOptions {
+  /** false: the API only (`serve --no-workers`), for deployments with separate worker processes. */
+  workers?: boolean;
+}
+
 /** `toolrun serve`: the API with in-process run workers and the expiry janitor. */
-export async function startService(requested: Config, logger: Logger, out: NodeJS.WritableStream = process.stdout): Promise<RunningService> {
+export async function startService(
+  requested: Config,
+  logger: Logger,
+  out: NodeJS.WritableStream = process.stdout,
+  options: ServiceOptions = {},
+): Promise<RunningService> {
   const config = await withConcretePort(requested);
   const database = await openDatabase(config, logger, { poolSize: 20, applicationName: 'toolrun-api' });
   let app: FastifyInstance | null = null;
@@ -67,7 +77,7 @@ export async function startService(requested: Config, logger: Logger, out: NodeJ
       );
     }
     const started = app;
-    const background = await startBackgroundWork({
+    const background = options.workers === false ? null : await startBackgroundWork({
       config,
       db: database.db,
       connectionString: database.connectionString,
@@ -77,14 +87,14 @@ export async function startService(requested: Config, logger: Logger, out: NodeJ
       logger,
     });
     // Logged last: from here the API, the workers and the janitor all run.
-    logger.info({ url, public_base_url: config.publicBaseUrl, env: config.env }, 'toolrun API listening');
+    logger.info({ url, public_base_url: config.publicBaseUrl, env: config.env, workers: background !== null }, 'toolrun API listening');
     return {
       app: started,
       url,
       database,
       async stop() {
         // New requests are refused (503) while running work finishes within the grace period.
-        await Promise.all([background.stop(), started.close()]);
+        await Promise.all([background?.stop(), started.close()]);
         await database.close();
       },
     };
