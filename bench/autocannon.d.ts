@@ -24,6 +24,18 @@ declare module 'autocannon' {
       p90: number;
       p99: number;
       p99_9?: number;
+      /** The rest of the HDR percentiles autocannon reports (p0_001 = 0.001th ... p99_999). */
+      p0_001?: number;
+      p0_01?: number;
+      p0_1?: number;
+      p1?: number;
+      p2_5?: number;
+      p10?: number;
+      p25?: number;
+      p75?: number;
+      p97_5?: number;
+      p99_99?: number;
+      p99_999?: number;
     }
 
     interface Result {

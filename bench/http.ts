@@ -9,27 +9,18 @@
  * BENCH_WARMUP (s, 3), BENCH_ROUNDS (3), BENCH_CONNECTIONS (50), BENCH_PIPELINING (1),
  * BENCH_LOG_LEVEL (the API's LOG_LEVEL, warn), BENCH_PROBE=0 to skip the SQL-only diagnostic.
  */
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { createLogger } from '../src/logger.js';
 import { startServerChild, type ServerChild } from './lib/children.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { probeAuthQuery, type ProbeResult } from './lib/pg-probe.js';
+import { envInt, errorText, figure, finish, loadNote, machine, median, sleep, type BenchResult } from './lib/report.js';
+import type { Point } from './lib/svg.js';
 
 const RATIO_TARGET = 0.5;
 const RSS_TARGET_MB = 150;
-const RESULTS_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'results', 'http.json');
-
-function envInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (!raw) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number, got "${raw}"`);
-  return n;
-}
 
 const settings = {
   durationS: envInt('BENCH_DURATION', 10),
@@ -54,16 +45,33 @@ interface Run {
   p99: number;
   non2xx: number;
   errors: number;
+  /** The latency percentiles autocannon's HDR histogram reports, min and max included. */
+  latency: Point[];
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
 /** MiB (2^20 bytes), as top and ps count; the report also shows decimal MB. */
 const mb = (bytes: number) => bytes / (1024 * 1024);
+
+const PERCENTILE_KEYS = [
+  [0.001, 'p0_001'], [0.01, 'p0_01'], [0.1, 'p0_1'], [1, 'p1'], [2.5, 'p2_5'], [10, 'p10'], [25, 'p25'], [50, 'p50'],
+  [75, 'p75'], [90, 'p90'], [97.5, 'p97_5'], [99, 'p99'], [99.9, 'p99_9'], [99.99, 'p99_99'], [99.999, 'p99_999'],
+] as const;
+
+function latencyCurve(h: autocannon.Histogram): Point[] {
+  const points: Point[] = [{ p: 0, value: h.min }];
+  for (const [p, key] of PERCENTILE_KEYS) {
+    const v = h[key];
+    if (typeof v === 'number') points.push({ p, value: v });
+  }
+  points.push({ p: 100, value: h.max });
+  return points;
+}
+
+/** Rounds' percentile curves as one: the median value at each percentile. */
+function medianCurve(runs: Run[]): Point[] {
+  const first = runs[0]?.latency ?? [];
+  return first.map((q, i) => ({ p: q.p, value: median(runs.map((r) => r.latency[i]?.value ?? Number.NaN)) }));
+}
 
 async function measure(target: Target, durationS: number): Promise<Run> {
   const r = await autocannon({
@@ -73,7 +81,14 @@ async function measure(target: Target, durationS: number): Promise<Run> {
     pipelining: settings.pipelining,
     duration: durationS,
   });
-  return { reqPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
+  return {
+    reqPerSec: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+    latency: latencyCurve(r.latency),
+  };
 }
 
 /** Samples RSS once a second for a few seconds after load stops; reports the last sample. */
@@ -106,7 +121,8 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
 
   try {
-    process.stdout.write('setting up the database and the two servers...\n');
+    const loadBefore = loadNote();
+    process.stdout.write(`setting up the database and the two servers (${loadBefore.text})...\n`);
     database = await setupBenchDatabase(logger);
     const auth = { authorization: `Bearer ${database.key}` };
     const api = await startServerChild('api', 'api', {
@@ -184,11 +200,9 @@ async function main(): Promise<void> {
     const get = (id: Target['id']) => summary.find((s) => s.id === id);
     const bareRps = get('bare')?.reqPerSec ?? 0;
     const meRps = get('me')?.reqPerSec ?? 0;
-    const ratio = bareRps ? meRps / bareRps : 0;
     const clean = summary.every((s) => s.failures === 0);
-    const ratioPass = clean && ratio >= RATIO_TARGET;
     const idleRssMb = mb(Math.max(rssAfterWarmup.api, rssAfterLoad.api));
-    const rssPass = idleRssMb < RSS_TARGET_MB;
+    const loadAfter = loadNote();
 
     const lines = [
       '',
@@ -198,51 +212,71 @@ async function main(): Promise<void> {
           `${s.label.padEnd(34)}${s.reqPerSec.toFixed(0).padStart(10)}${s.p50Ms.toFixed(1).padStart(9)}${s.p99Ms.toFixed(1).padStart(9)}  ` +
           `${s.runs.map((r) => r.reqPerSec.toFixed(0)).join(' / ')}${s.failures ? `  ${s.failures} FAILED REQUESTS` : ''}`,
       ),
-      '',
-      `ratio /v1/me vs bare: ${ratio.toFixed(3)} (target >= ${RATIO_TARGET.toFixed(2)})  ${ratioPass ? 'PASS' : 'FAIL'}` +
-        `${clean ? '' : ' (some requests failed, so the numbers are not valid)'}`,
-      `API idle RSS: ${idleRssMb.toFixed(1)} MiB (target < ${RSS_TARGET_MB} MiB)  ${rssPass ? 'PASS' : 'FAIL'}` +
-        `  [= ${((idleRssMb * 1048576) / 1e6).toFixed(1)} MB decimal; after warm-up ${mb(rssAfterWarmup.api).toFixed(1)} MiB,` +
-        ` after load ${mb(rssAfterLoad.api).toFixed(1)} MiB, V8 heap used ${mb(apiHeapUsed).toFixed(1)} MiB;` +
-        ` bare server ${mb(rssAfterLoad.bare).toFixed(1)} MiB; PostgreSQL not counted]`,
+      `API RSS: after warm-up ${mb(rssAfterWarmup.api).toFixed(1)} MiB, after load ${mb(rssAfterLoad.api).toFixed(1)} MiB ` +
+        `(= ${((idleRssMb * 1048576) / 1e6).toFixed(1)} MB decimal), V8 heap used ${mb(apiHeapUsed).toFixed(1)} MiB; ` +
+        `bare server ${mb(rssAfterLoad.bare).toFixed(1)} MiB; PostgreSQL not counted`,
       ...(probe
         ? [`diag: auth+bucket SQL alone, ${settings.connections} loops over a 20-connection pool: ` +
             `${probe.queriesPerSecond.toFixed(0)} queries/s, mean ${probe.meanMs.toFixed(2)} ms`]
         : []),
-      '',
     ];
     process.stdout.write(lines.join('\n') + '\n');
 
-    fs.mkdirSync(path.dirname(RESULTS_FILE), { recursive: true });
-    const report = {
+    const invalid = clean ? null : 'some requests failed, so the numbers are not valid';
+    const bareT = get('bare');
+    const me = get('me');
+    const bareBaseline = (value: number | undefined) => ({ label: 'bare Fastify GET /v1/me', value: value ?? Number.NaN });
+    const result: BenchResult = {
       benchmark: 'http',
+      title: 'HTTP: authenticated GET /v1/me against a bare Fastify route answering the same JSON',
       at: new Date().toISOString(),
-      machine: { node: process.version, cpus: os.availableParallelism(), platform: `${os.platform()}-${os.arch()}` },
+      machine: machine(),
+      load: { before: loadBefore, after: loadAfter },
+      database: { server: database.server, version: database.version },
       settings,
-      database: { server: database.server, rate_limit: database.rateLimitNote },
-      targets: summary,
-      ratio: { value: ratio, target: RATIO_TARGET, pass: ratioPass },
-      idle_rss_mib: {
-        value: idleRssMb,
-        target: RSS_TARGET_MB,
-        pass: rssPass,
-        api_after_warmup: mb(rssAfterWarmup.api),
-        api_after_load: mb(rssAfterLoad.api),
-        bare_after_load: mb(rssAfterLoad.bare),
-        api_heap_used: mb(apiHeapUsed),
-        unit: 'MiB',
+      figures: [
+        figure({ name: 'me_throughput', figure: 'GET /v1/me with a key, throughput', unit: 'req/s', value: meRps, baseline: bareBaseline(bareRps),
+          target: { on: 'ratio', op: '>=', limit: RATIO_TARGET }, invalid }),
+        figure({ name: 'me_latency_p50', figure: 'GET /v1/me with a key, latency p50', unit: 'ms', value: me?.p50Ms ?? Number.NaN, baseline: bareBaseline(bareT?.p50Ms) }),
+        figure({ name: 'me_latency_p99', figure: 'GET /v1/me with a key, latency p99', unit: 'ms', value: me?.p99Ms ?? Number.NaN, baseline: bareBaseline(bareT?.p99Ms) }),
+        figure({ name: 'healthz_throughput', figure: 'diag: GET /healthz (no key), throughput', unit: 'req/s', value: get('healthz')?.reqPerSec ?? Number.NaN, baseline: bareBaseline(bareRps) }),
+        figure({ name: 'idle_rss', figure: 'API server idle RSS (after warm-up or after load, the larger)', unit: 'MiB', value: idleRssMb,
+          baseline: { label: 'bare Fastify server after load', value: mb(rssAfterLoad.bare) }, target: { on: 'value', op: '<', limit: RSS_TARGET_MB } }),
+      ],
+      charts: [
+        {
+          id: 'latency',
+          title: `HTTP latency under load (${settings.connections} connections, median of ${settings.rounds} round(s))`,
+          unit: 'ms',
+          series: [
+            { label: 'API GET /v1/me (key)', role: 'measured', percentiles: medianCurve(me?.runs ?? []) },
+            { label: 'API GET /healthz (no key)', role: 'measured', percentiles: medianCurve(get('healthz')?.runs ?? []) },
+            { label: 'bare Fastify GET /v1/me', role: 'baseline', percentiles: medianCurve(bareT?.runs ?? []) },
+          ],
+        },
+      ],
+      notes: [
+        `autocannon, ${settings.connections} connections, pipelining ${settings.pipelining}, ${settings.warmupS} s warm-up, ` +
+          `${settings.rounds} round(s) of ${settings.durationS} s per target, interleaved; medians of the rounds.`,
+        'Both servers are child processes of the benchmark; the baseline is a plain Fastify instance answering the same JSON ' +
+          'through the same response schema. Same request bytes for every target.',
+        `Rate limit: ${database.rateLimitNote}.`,
+        ...(probe ? [`diag: the auth + token-bucket SQL alone runs at ${probe.queriesPerSecond.toFixed(0)} queries/s (mean ${probe.meanMs.toFixed(2)} ms), a ceiling for authenticated requests.`] : []),
+        'RSS is in MiB (2^20 bytes), as top and ps count; PostgreSQL is not counted.',
+      ],
+      details: {
+        targets: summary,
+        idle_rss_mib: { api_after_warmup: mb(rssAfterWarmup.api), api_after_load: mb(rssAfterLoad.api), bare_after_load: mb(rssAfterLoad.bare), api_heap_used: mb(apiHeapUsed) },
+        auth_sql_probe: probe,
       },
-      auth_sql_probe: probe,
     };
-    fs.writeFileSync(RESULTS_FILE, JSON.stringify(report, null, 2) + '\n');
-    process.stdout.write(`results written to ${path.relative(process.cwd(), RESULTS_FILE)}\n`);
-    if (!ratioPass || !rssPass) process.exitCode = 1;
+    finish(result);
   } finally {
     await cleanup();
   }
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`bench:http failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(`bench:http failed: ${errorText(err)}\n`);
   process.exit(1);
 });

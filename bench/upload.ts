@@ -27,25 +27,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createLogger } from '../src/logger.js';
 import { startServerChild, type ServerChild } from './lib/children.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
+import { compactSamples, envInt, errorText, figure, finish, loadNote, machine, median, MIB, type BenchResult } from './lib/report.js';
 import { uploadOnce, type UploadRun } from './lib/upload-client.js';
 import { diagnostics, machineLoad, plainWrite, syncDisks, SyntheticFile, type Timing } from './lib/upload-io.js';
 
 const RATIO_TARGET = 0.5;
 const RSS_GROWTH_TARGET_MB = 100;
-const MIB = 1024 * 1024;
-const RESULTS_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'results', 'upload.json');
-
-function envInt(name: string, fallback: number, min: number): number {
-  const raw = process.env[name];
-  if (!raw) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be a whole number >= ${min}, got "${raw}"`);
-  return n;
-}
 
 const settings = {
   rounds: envInt('BENCH_ROUNDS', 5, 1),
@@ -61,11 +51,6 @@ const settings = {
 /** Decimal megabytes, as the targets are written; JSON carries bytes too. */
 const mb = (bytes: number) => bytes / 1e6;
 const mbps = (bytes: number, s: number) => (s > 0 ? mb(bytes) / s : 0);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-};
 
 async function main(): Promise<void> {
   const logger = createLogger('warn');
@@ -84,7 +69,8 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
 
   try {
-    process.stdout.write('setting up the database and the API server...\n');
+    const loadNoteBefore = loadNote();
+    process.stdout.write(`setting up the database and the API server (${loadNoteBefore.text})...\n`);
     database = await setupBenchDatabase(logger);
     child = await startServerChild('api', 'api', {
       ...process.env,
@@ -111,7 +97,7 @@ async function main(): Promise<void> {
         `${settings.partBytes / MIB} MiB, ${settings.inFlight} in flight; ${settings.rounds} round(s), alternating order\n`,
     );
 
-    const plainRuns: (Timing & { round: number; warm: Timing })[] = [];
+    const plainRuns: (Timing & { round: number; warm: Timing; partMs: number[] })[] = [];
     const uploadRuns: UploadRun[] = [];
     const warmupRuns: UploadRun[] = [];
     const loadBefore = machineLoad();
@@ -125,7 +111,7 @@ async function main(): Promise<void> {
         if (side === 'plain') {
           const t = await plainWrite(plainFile, data, round);
           clearOutputs();
-          const warm = await plainWrite(plainFile, data, round);
+          const { partMs: _warmParts, ...warm } = await plainWrite(plainFile, data, round);
           if (round >= 1) plainRuns.push({ round, ...t, warm });
           process.stdout.write(
             `  ${label.padEnd(8)} plain write ${mbps(data.totalBytes, t.seconds).toFixed(0).padStart(6)} MB/s  ${t.seconds.toFixed(2)} s` +
@@ -160,8 +146,6 @@ async function main(): Promise<void> {
     const putRatio = plainS / putS;
     const warmRatio = warmS / totalS;
     const worst = [...warmupRuns, ...uploadRuns].reduce((a, b) => (b.rssGrowthBytes > a.rssGrowthBytes ? b : a));
-    const ratioPass = ratio >= RATIO_TARGET;
-    const rssPass = mb(worst.rssGrowthBytes) < RSS_GROWTH_TARGET_MB;
     const runsOf = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(' / ');
     const row = (name: string, s: number, cpu: string, note = '') =>
       `${name.padEnd(40)}${mbps(bytes, s).toFixed(0).padStart(7)}${s.toFixed(2).padStart(9)}${cpu.padStart(16)}  ${note}`;
@@ -177,54 +161,76 @@ async function main(): Promise<void> {
       row('diag: MD5 alone, 64 KiB updates', md5.seconds, md5.cpuS.toFixed(2)),
       row('diag: file copy, createReadStream pipe', streamCp.seconds, streamCp.cpuS.toFixed(2)),
       row('diag: file copy, 8 MiB FileHandle r/w', bufferedCp.seconds, bufferedCp.cpuS.toFixed(2)),
-      '',
-      `ratio upload/plain: ${ratio.toFixed(3)} (target >= ${RATIO_TARGET.toFixed(2)})  ${ratioPass ? 'PASS' : 'FAIL'}  [PUT phase alone ${putRatio.toFixed(3)}; vs warm-memory plain ${warmRatio.toFixed(3)}]`,
-      `server RSS growth during upload: ${mb(worst.rssGrowthBytes).toFixed(1)} MB (target < ${RSS_GROWTH_TARGET_MB} MB)  ` +
-        `${rssPass ? 'PASS' : 'FAIL'}  [worst: ${worst.round < 1 ? 'warm-up' : `round ${worst.round}`}, ${mb(worst.rssBeforeBytes).toFixed(1)} MB before, ` +
-        `peak ${mb(worst.rssPeakBytes).toFixed(1)} MB, ${worst.rssSamples} samples; idle after all rounds ${mb(idleAfterBytes).toFixed(1)} MB]`,
+      `server RSS during uploads: worst ${worst.round < 1 ? 'warm-up' : `round ${worst.round}`}, ${mb(worst.rssBeforeBytes).toFixed(1)} MB before, ` +
+        `peak ${mb(worst.rssPeakBytes).toFixed(1)} MB, ${worst.rssSamples} samples; idle after all rounds ${mb(idleAfterBytes).toFixed(1)} MB`,
       `machine: load ${loadBefore.load1.toFixed(2)} -> ${loadAfter.load1.toFixed(2)}, CPU pressure ${loadBefore.cpuPressure10s ?? '?'}% -> ` +
         `${loadAfter.cpuPressure10s ?? '?'}% on ${os.availableParallelism()} CPUs (client, API server and PostgreSQL share them)`,
       '',
     ];
     process.stdout.write(lines.join('\n') + '\n');
 
-    fs.mkdirSync(path.dirname(RESULTS_FILE), { recursive: true });
-    const report = {
+    const partMiB = settings.partBytes / MIB;
+    const plainBaseline = { label: 'plain fs.createWriteStream, same bytes', value: mbps(bytes, plainS) };
+    const worstAt = worst.round < 1 ? 'warm-up' : `round ${worst.round}`;
+    const result: BenchResult = {
       benchmark: 'upload',
+      title: `Upload: ${mb(settings.fileBytes).toFixed(0)} MB in ${partMiB} MiB parts, ${settings.inFlight} in flight, to local storage, against a plain file write`,
       at: new Date().toISOString(),
-      machine: { node: process.version, cpus: os.availableParallelism(), platform: `${os.platform()}-${os.arch()}`, memory_bytes: os.totalmem() },
+      machine: machine(),
+      load: { before: loadNoteBefore, after: loadNote() },
+      database: { server: database.server, version: database.version },
       settings,
-      database: database.server,
-      machine_load: { before: loadBefore, after: loadAfter },
-      units: { throughput: 'MB/s (10^6 bytes)', rss: 'MB (10^6 bytes)', cpu: 'CPU seconds, user + system' },
-      plain: { median_s: plainS, mb_per_s: mbps(bytes, plainS), warm_memory_median_s: warmS, runs: plainRuns },
-      upload: {
-        median_total_s: totalS,
-        mb_per_s: mbps(bytes, totalS),
-        median_put_s: putS,
-        put_mb_per_s: mbps(bytes, putS),
-        median_complete_s: completeS,
-        runs: uploadRuns,
-      },
-      diagnostics: { md5_only: md5, stream_copy: streamCp, buffered_copy_8mib: bufferedCp },
-      ratio: { value: ratio, put_phase_only: putRatio, vs_warm_memory_plain: warmRatio, target: RATIO_TARGET, pass: ratioPass },
-      rss_growth_mb: {
-        value: mb(worst.rssGrowthBytes),
-        target: RSS_GROWTH_TARGET_MB,
-        pass: rssPass,
-        per_round: [...warmupRuns, ...uploadRuns].map((r) => ({ round: r.round, before: mb(r.rssBeforeBytes), peak: mb(r.rssPeakBytes), growth: mb(r.rssGrowthBytes) })),
-        idle_after_all: mb(idleAfterBytes),
+      figures: [
+        figure({ name: 'upload_throughput', figure: 'upload, first part PUT -> complete response', unit: 'MB/s', value: mbps(bytes, totalS), baseline: plainBaseline,
+          target: { on: 'ratio', op: '>=', limit: RATIO_TARGET } }),
+        figure({ name: 'put_phase_throughput', figure: `PUT phase alone (${settings.inFlight} in flight)`, unit: 'MB/s', value: mbps(bytes, putS), baseline: plainBaseline }),
+        figure({ name: 'upload_vs_warm_plain', figure: 'diag: upload vs the plain write repeated at once (warm memory)', unit: 'MB/s', value: mbps(bytes, totalS),
+          baseline: { label: 'plain write, warm memory', value: mbps(bytes, warmS) } }),
+        figure({ name: 'rss_growth', figure: `API server RSS growth during an upload (worst: ${worstAt})`, unit: 'MB', value: mb(worst.rssGrowthBytes),
+          target: { on: 'value', op: '<', limit: RSS_GROWTH_TARGET_MB } }),
+      ],
+      charts: [
+        {
+          id: 'part-times',
+          title: `Time per ${partMiB} MiB part: PUT to the API (${settings.inFlight} in flight) vs plain stream write`,
+          unit: 'ms',
+          series: [
+            { label: `part PUT, ${settings.inFlight} in flight`, role: 'measured', samples: compactSamples(uploadRuns.flatMap((r) => r.partMs)) },
+            { label: 'part written to a plain stream', role: 'baseline', samples: compactSamples(plainRuns.flatMap((r) => r.partMs)) },
+          ],
+        },
+      ],
+      notes: [
+        `${settings.rounds} round(s) alternating which side goes first${settings.warmup ? `, after ${settings.warmup} untimed warm-up round(s)` : ''}; medians. ` +
+          `Before every timed phase outputs are deleted, \`sync\` runs and the bench waits ${settings.settleMs} ms, so both sides start with the same page-cache state.`,
+        `Upload time runs from the first part PUT to the complete response (assembly and probe included): PUTs ${putS.toFixed(2)} s + complete ${completeS.toFixed(2)} s.`,
+        `CPU seconds, server side: ${med((r) => r.serverCpuPutS + r.serverCpuCompleteS).toFixed(2)} s per upload; plain write ${median(plainRuns.map((r) => r.cpuS)).toFixed(2)} s.`,
+        'MB = 10^6 bytes. The RSS target is checked against every upload, the warm-up (a cold server) included.',
+      ],
+      details: {
+        machine_load: { before: loadBefore, after: loadAfter },
+        plain: { median_s: plainS, mb_per_s: mbps(bytes, plainS), warm_memory_median_s: warmS, runs: plainRuns.map(({ partMs: _p, ...r }) => r) },
+        upload: {
+          median_total_s: totalS,
+          median_put_s: putS,
+          median_complete_s: completeS,
+          runs: uploadRuns.map(({ partMs: _p, ...r }) => r),
+        },
+        diagnostics: { md5_only: md5, stream_copy: streamCp, buffered_copy_8mib: bufferedCp },
+        ratio: { value: ratio, put_phase_only: putRatio, vs_warm_memory_plain: warmRatio },
+        rss_growth_mb: {
+          per_round: [...warmupRuns, ...uploadRuns].map((r) => ({ round: r.round, before: mb(r.rssBeforeBytes), peak: mb(r.rssPeakBytes), growth: mb(r.rssGrowthBytes) })),
+          idle_after_all: mb(idleAfterBytes),
+        },
       },
     };
-    fs.writeFileSync(RESULTS_FILE, JSON.stringify(report, null, 2) + '\n');
-    process.stdout.write(`results written to ${path.relative(process.cwd(), RESULTS_FILE)}\n`);
-    if (!ratioPass || !rssPass) process.exitCode = 1;
+    finish(result);
   } finally {
     await cleanup();
   }
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`bench:upload failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(`bench:upload failed: ${errorText(err)}\n`);
   process.exit(1);
 });

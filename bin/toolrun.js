@@ -1,7 +1,22 @@
 #!/usr/bin/env node
-// Runs the TypeScript sources directly (through tsx), so there is no build step to remember.
-import { register } from 'tsx/esm/api';
+// Runs the compiled build in dist/ when it was built from exactly the current src/ (`npm start`
+// builds it first: less memory, faster start); otherwise the TypeScript sources through tsx, so a
+// stale build never runs and there is no build step to remember. TOOLRUN_FROM_SOURCE=1 forces
+// the sources.
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { freshBuild } from '../scripts/build-state.js';
 
-register();
-const { main } = await import('../src/cli/main.ts');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const dist = process.env.TOOLRUN_FROM_SOURCE === '1' ? null : freshBuild(root);
+let main;
+if (dist) {
+  // Stack traces name the TypeScript lines.
+  process.setSourceMapsEnabled(true);
+  ({ main } = await import(pathToFileURL(path.join(dist, 'cli', 'main.js')).href));
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  ({ main } = await import('../src/cli/main.ts'));
+}
 await main(process.argv);

@@ -3,6 +3,9 @@
 // TEST_DATABASE_URL (or DATABASE_URL) names a server to use; otherwise an embedded server is
 // started for the run. Each test file makes its own database; they are dropped when the run
 // passes and kept (names printed) when it fails, for a look at what the failing test left.
+// Every test process also copies its logs to one directory (TEST_LOG_DIR); after the tests they
+// are scanned for credentials (keys, webhook secrets, URL signatures, Authorization values), and
+// any found fails the run, naming the file and line with the secret masked.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,6 +17,7 @@ register();
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { startEmbeddedPostgres } = await import('../src/db/embedded.ts');
 const { dropTestDatabases } = await import('../test/helpers/cleanup.ts');
+const { scanLogDir, formatFindings } = await import('../test/helpers/log-scan.ts');
 const pino = (await import('pino')).default;
 
 function findTests(dir) {
@@ -58,6 +62,7 @@ const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost'
 });
 fs.writeFileSync(path.join(tlsDir, 'cert.pem'), pems.cert);
 fs.writeFileSync(path.join(tlsDir, 'key.pem'), pems.private);
+const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-test-logs-'));
 
 const env = {
   ...process.env,
@@ -66,6 +71,7 @@ const env = {
   NODE_EXTRA_CA_CERTS: path.join(tlsDir, 'cert.pem'),
   TEST_TLS_CERT_FILE: path.join(tlsDir, 'cert.pem'),
   TEST_TLS_KEY_FILE: path.join(tlsDir, 'key.pem'),
+  TEST_LOG_DIR: logDir,
 };
 delete env.DATABASE_URL;
 const concurrency = process.env.TEST_CONCURRENCY || '2';
@@ -74,12 +80,21 @@ const child = spawn(
   ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
   { stdio: 'inherit', env, cwd: root },
 );
-const code = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
+const testsCode = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
+
+const scan = scanLogDir(logDir);
+console.log(`# log scan: ${scan.files} log files, ${(scan.bytes / 1048576).toFixed(1)} MiB, ${scan.findings.length} credentials found`);
+if (scan.findings.length) {
+  console.log(`# credentials in the test logs (secrets masked; logs kept in ${logDir}):`);
+  console.log(formatFindings(scan.findings.slice(0, 50)).replace(/^/gm, '#   '));
+  if (scan.findings.length > 50) console.log(`#   ... and ${scan.findings.length - 50} more`);
+}
+const code = testsCode !== 0 ? testsCode : scan.findings.length ? 1 : 0;
 
 if (code === 0) {
   await dropTestDatabases(adminUrl, runId);
 } else {
-  console.log(`# tests failed: databases of run ${runId} kept (toolrun_t_${runId}_*) for inspection`);
+  console.log(`# run failed: databases of run ${runId} kept (toolrun_t_${runId}_*) for inspection`);
 }
 if (embedded) {
   await embedded.stop();
@@ -87,4 +102,6 @@ if (embedded) {
   else console.log(`# embedded data directory kept at ${tmp}`);
 }
 fs.rmSync(tlsDir, { recursive: true, force: true });
+if (code === 0) fs.rmSync(logDir, { recursive: true, force: true });
+else if (!scan.findings.length) console.log(`# test logs kept in ${logDir}`);
 process.exit(code);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createApiKey } from '../src/auth/key-admin.js';
+import { runsThisHour } from '../src/runs/repository.js';
 import { updateTeam } from '../src/teams/repository.js';
 import { builtinTools, createToolRegistry } from '../src/tools/registry.js';
 import { assertError } from './helpers/error-envelope.js';
@@ -227,7 +228,7 @@ describe('then the inputs (422), the hourly ceiling (429) and the Sparks (402)',
     assert.equal(replay.headers['idempotent-replayed'], 'true');
     // The ceiling counts new runs; pricing them is still allowed (here 402: the Sparks are held).
     assertError(await estimate(s, team.key, 'test_copy', { inputs: { image: [file] } }), 402, 'insufficient_sparks');
-    await db().pool.query("UPDATE runs SET created_at = date_trunc('hour', now()) - interval '1 second' WHERE id = $1::uuid", [first.id]);
+    await db().pool.query("UPDATE runs SET created_at = date_trunc('hour', now(), 'UTC') - interval '1 second' WHERE id = $1::uuid", [first.id]);
     // The last hour's run no longer counts: now the Sparks are what is missing.
     const short = assertError(await start(s, team.key, 'test_copy', { inputs: { image: [file] } }), 402, 'insufficient_sparks');
     assert.deepEqual(short.details, { needed_sparks: 3, available_sparks: 0 });
@@ -243,6 +244,30 @@ describe('then the inputs (422), the hourly ceiling (429) and the Sparks (402)',
       assert.deepEqual(assertError(r, 429, 'rate_limited').details, { limit_per_hour: 5 });
     }
     assert.deepEqual(await teamState(db().pool, team.teamId), { balance: 1000 - 5 * 3, runs: 5, ledger: 6, holds: 5 });
+  });
+
+  test('the ceiling counts UTC clock hours, whatever time zone the database session uses', async () => {
+    const team = await makeTeam(db(), { plan: 'pro', sparks: 1000, rate: 300 });
+    const file = await uploadReady(s, team.key, png, 'a.png', 'image/png');
+    const [early, late] = [runOf(await start(s, team.key, 'test_copy', { inputs: { image: [file] } })), runOf(await start(s, team.key, 'test_copy', { inputs: { image: [file] } }))];
+    // One run a second before this UTC hour began, one a second after it began.
+    await db().pool.query(
+      `UPDATE runs SET created_at = date_trunc('hour', now(), 'UTC') + CASE WHEN id = $1::uuid THEN interval '-1 second' ELSE interval '1 second' END
+        WHERE id = ANY($2::uuid[])`,
+      [early.id, [early.id, late.id]],
+    );
+    // A half-hour offset puts the session's hour boundary 30 minutes away from UTC's, so counting
+    // session-local hours would give 0 or 2 here, depending on the minute the test runs.
+    const client = await db().pool.connect();
+    try {
+      for (const zone of ['Asia/Kolkata', 'America/St_Johns', 'UTC']) {
+        await client.query(`SET TIME ZONE '${zone}'`);
+        assert.equal(await runsThisHour(client, team.teamId), 1, `session time zone ${zone}`);
+      }
+    } finally {
+      await client.query('RESET TIME ZONE').catch(() => undefined);
+      client.release();
+    }
   });
 
   test('402 insufficient_sparks with the needed and available amounts; nothing written', async () => {

@@ -1,8 +1,8 @@
 /**
- * Child processes of bench/runs.ts, bench/tools.ts and bench/webhooks.ts (bench/app-server.ts and
- * bench/webhook-receivers.ts, forked through tsx like bench/lib/children.ts forks bench/server.ts),
- * and what /proc says about a child and everything it started (ffmpeg, ffprobe): resident memory
- * summed over the process tree, and CPU seconds including reaped children.
+ * Child processes of the benchmarks (bench/app-server.ts, bench/webhook-receivers.ts and, through
+ * bench/lib/children.ts, bench/server.ts), forked through tsx with IPC, and what /proc says about
+ * a child and everything it started (ffmpeg, ffprobe): resident memory summed over the process
+ * tree, and CPU seconds including reaped children.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';

@@ -16,6 +16,8 @@ export const UNLIMITED_RATE = 1_000_000_000;
 export interface BenchDatabase {
   /** 'DATABASE_URL' or 'embedded (temp dir)'. */
   server: string;
+  /** The server's version (SHOW server_version). */
+  version: string;
   name: string;
   url: string;
   key: string;
@@ -99,8 +101,10 @@ export async function setupBenchDatabase(logger: Logger): Promise<BenchDatabase>
       if (res.rowCount !== 1) throw new Error('the bench key lost its lifted rate limit');
     };
     await refill();
+    const version = (await db.pool.query<{ server_version: string }>('SHOW server_version')).rows[0]?.server_version ?? 'unknown';
     return {
       server,
+      version,
       name,
       url,
       key: created.key,

@@ -1,12 +1,14 @@
 /**
- * Shared by bench/runs.ts, bench/tools.ts and bench/webhooks.ts: settings from the environment,
- * order statistics, a plain-text table (the layout bench/http.ts prints: first column left, the
- * rest right-aligned), the machine's load, and the JSON results file.
+ * What every benchmark shares: settings from the environment, order statistics, the plain-text
+ * tables, the machine's load, and the one result shape (BenchResult: figures with their same-run
+ * baseline, ratio, target and verdict, plus latency distributions for the charts) that each bench
+ * writes to bench/results/<name>.json and bench/all.ts turns into docs/benchmarks.md.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Chart } from './svg.js';
 import { machineLoad } from './upload-io.js';
 
 export const RESULTS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'results');
@@ -47,6 +49,20 @@ export function fmt(x: number | null | undefined, digits = 1): string {
   return x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(digits);
 }
 
+/** A figure at a precision that suits its size: 12345, 123, 12.3, 1.23, 0.123. */
+export function fmtAuto(x: number | null | undefined): string {
+  if (x === null || x === undefined || !Number.isFinite(x)) return '-';
+  const a = Math.abs(x);
+  return x.toFixed(a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3);
+}
+
+/** A ratio: three decimals near 1, fewer when it is far off (41.9, 784). */
+export function fmtRatio(r: number | null): string {
+  if (r === null || !Number.isFinite(r)) return '-';
+  const a = Math.abs(r);
+  return r.toFixed(a >= 100 ? 0 : a >= 10 ? 1 : 3);
+}
+
 export function pct(ratio: number): string {
   return Number.isFinite(ratio) ? `${ratio >= 0 ? '+' : ''}${(ratio * 100).toFixed(1)}%` : '-';
 }
@@ -61,8 +77,14 @@ export function table(header: string[], rows: string[][]): string {
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
+export interface LoadNote {
+  loadavg: number[];
+  cpuPressure10s: number | null;
+  text: string;
+}
+
 /** Load averages (as `uptime` prints them) and CPU pressure: other work on the machine skews wall times. */
-export function loadNote(): { loadavg: number[]; cpuPressure10s: number | null; text: string } {
+export function loadNote(): LoadNote {
   const loadavg = os.loadavg().map((x) => Number(x.toFixed(2)));
   const { cpuPressure10s } = machineLoad();
   const text =
@@ -71,16 +93,131 @@ export function loadNote(): { loadavg: number[]; cpuPressure10s: number | null; 
   return { loadavg, cpuPressure10s, text };
 }
 
-export function machine(): { node: string; cpus: number; platform: string } {
-  return { node: process.version, cpus: os.availableParallelism(), platform: `${os.platform()}-${os.arch()}` };
+export function machine(): { node: string; cpus: number; platform: string; memory_bytes: number } {
+  return { node: process.version, cpus: os.availableParallelism(), platform: `${os.platform()}-${os.arch()}`, memory_bytes: os.totalmem() };
 }
 
-/** Writes bench/results/<name>.json; returns its path relative to the working directory. */
-export function writeResults(name: string, report: unknown): string {
-  const file = path.join(RESULTS_DIR, `${name}.json`);
+export type Comparison = '<' | '<=' | '>' | '>=';
+
+/** A target on the measured value itself or on value / baseline. */
+export interface Target {
+  on: 'value' | 'ratio';
+  op: Comparison;
+  limit: number;
+}
+
+/** One measured figure, with what it is compared against in the same run. */
+export interface Figure {
+  /** Stable id within the benchmark (snake_case). */
+  name: string;
+  /** What was measured, for people. */
+  figure: string;
+  /** Unit of value and baseline. */
+  unit: string;
+  value: number;
+  baseline: { label: string; value: number } | null;
+  /** value / baseline.value; null without a baseline. */
+  ratio: number | null;
+  target: Target | null;
+  /** null: no target, or the target does not apply this time (see note). */
+  pass: boolean | null;
+  note?: string;
+}
+
+export interface BenchResult {
+  benchmark: string;
+  title: string;
+  at: string;
+  machine: ReturnType<typeof machine>;
+  load: { before: LoadNote; after: LoadNote };
+  database: { server: string; version: string | null };
+  settings: Record<string, unknown>;
+  figures: Figure[];
+  charts: Chart[];
+  /** Lines of context for the report (what the baseline is, how the figures were taken). */
+  notes: string[];
+  /** The benchmark's own detailed numbers, kept for diagnosis. */
+  details: unknown;
+}
+
+export function meets(x: number, op: Comparison, limit: number): boolean {
+  if (!Number.isFinite(x)) return false;
+  return op === '<' ? x < limit : op === '<=' ? x <= limit : op === '>' ? x > limit : x >= limit;
+}
+
+/**
+ * Builds a figure: ratio = value / baseline, pass from the target. `invalid` (a reason) fails it
+ * whatever the numbers, e.g. when requests failed under load; `notApplicable` (a reason) leaves
+ * it without a verdict, e.g. a job too short for the target to apply.
+ */
+export function figure(f: {
+  name: string;
+  figure: string;
+  unit: string;
+  value: number;
+  baseline?: { label: string; value: number } | null;
+  target?: Target | null;
+  invalid?: string | null;
+  notApplicable?: string | null;
+  note?: string;
+}): Figure {
+  const baseline = f.baseline ?? null;
+  const ratio = baseline && baseline.value !== 0 && Number.isFinite(baseline.value) ? f.value / baseline.value : null;
+  const target = f.target ?? null;
+  let pass: boolean | null = null;
+  if (target && !f.notApplicable) pass = !f.invalid && meets(target.on === 'ratio' ? (ratio ?? Number.NaN) : f.value, target.op, target.limit);
+  const note = [f.invalid, f.notApplicable, f.note].filter(Boolean).join('; ');
+  return { name: f.name, figure: f.figure, unit: f.unit, value: f.value, baseline, ratio, target, pass, ...(note ? { note } : {}) };
+}
+
+/** "ratio >= 0.50", "< 20 ms": how the report and the console print a target. */
+export function targetText(t: Target | null, unit: string): string {
+  if (!t) return '-';
+  const op = t.op.replace('<=', '≤').replace('>=', '≥');
+  const limit = String(Number(t.limit.toPrecision(6)));
+  return t.on === 'ratio' ? `ratio ${op} ${limit}` : `${op} ${limit} ${unit}`;
+}
+
+export const verdict = (f: Figure) => (f.pass === null ? (f.target ? 'n/a' : '-') : passFail(f.pass));
+
+/** The figures as the same table the report shows, for the console. */
+export function figuresTable(figures: Figure[]): string {
+  return table(
+    ['figure', 'value', 'baseline (same run)', 'ratio', 'target', 'result'],
+    figures.map((f) => [
+      f.figure,
+      `${fmtAuto(f.value)} ${f.unit}`,
+      f.baseline ? `${f.baseline.label}: ${fmtAuto(f.baseline.value)}` : '-',
+      fmtRatio(f.ratio),
+      targetText(f.target, f.unit),
+      verdict(f) + (f.note ? ` (${f.note})` : ''),
+    ]),
+  );
+}
+
+/** At most `max` samples, evenly spaced in rank: the shape of the distribution, a bounded file. */
+export function compactSamples(xs: number[], max = 2000): number[] {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  if (s.length <= max) return s;
+  return Array.from({ length: max }, (_, i) => s[Math.round((i * (s.length - 1)) / (max - 1))] ?? 0);
+}
+
+/** Whether every figure with a verdict passed (figures without one do not count). */
+export const allPass = (figures: Figure[]) => figures.every((f) => f.pass !== false);
+
+/** Writes bench/results/<benchmark>.json; returns its path relative to the working directory. */
+export function writeResults(result: BenchResult): string {
+  const file = path.join(RESULTS_DIR, `${result.benchmark}.json`);
   fs.mkdirSync(RESULTS_DIR, { recursive: true });
-  fs.writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
+  fs.writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
   return path.relative(process.cwd(), file);
+}
+
+/** Prints the figures table, writes the results file, and sets a failing exit code on any FAIL. */
+export function finish(result: BenchResult): void {
+  process.stdout.write(`\n${result.title}\n${figuresTable(result.figures)}\n`);
+  process.stdout.write(`results written to ${writeResults(result)}\n`);
+  if (!allPass(result.figures)) process.exitCode = 1;
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -19,6 +19,8 @@ export interface UploadRun {
   rssPeakBytes: number;
   rssGrowthBytes: number;
   rssSamples: number;
+  /** Each part PUT, request start to response end (with others in flight meanwhile). */
+  partMs: number[];
 }
 
 async function api<T>(url: string, key: string, body: unknown, expect: number): Promise<T> {
@@ -60,10 +62,14 @@ export async function uploadOnce(
     }
     const cpu0 = { server: procCpuSeconds(child.pid), client: procCpuSeconds(process.pid) };
     const t0 = performance.now();
-    const etags = await inFlight(up.parts.length, opts.inFlight, (i) => {
+    const partMs: number[] = [];
+    const etags = await inFlight(up.parts.length, opts.inFlight, async (i) => {
       const part = up.parts[i];
       if (!part) throw new Error(`no part ${i + 1}`);
-      return putPart(part.url, data.part(part.part_number, round), agent);
+      const p0 = performance.now();
+      const etag = await putPart(part.url, data.part(part.part_number, round), agent);
+      partMs.push(performance.now() - p0);
+      return etag;
     });
     const t1 = performance.now();
     const cpu1 = { server: procCpuSeconds(child.pid), client: procCpuSeconds(process.pid) };
@@ -88,6 +94,7 @@ export async function uploadOnce(
       rssPeakBytes: trace.peak,
       rssGrowthBytes: trace.peak - trace.before,
       rssSamples: trace.samples,
+      partMs,
     };
   } finally {
     rss.stop();

@@ -95,18 +95,26 @@ export async function timed(fn: () => unknown): Promise<Timing> {
   return { seconds: (performance.now() - t0) / 1000, cpuS: procCpuSeconds(process.pid) - cpu0 };
 }
 
-/** The baseline: the same part buffers, in order, through one fs.createWriteStream, to 'close'. */
-export function plainWrite(file: string, data: SyntheticFile, round: number): Promise<Timing> {
-  return timed(async () => {
+/**
+ * The baseline: the same part buffers, in order, through one fs.createWriteStream, to 'close'.
+ * partMs: how long each part took to hand over (its writes, and waiting for 'drain' when the
+ * stream pushed back), the per-part distribution the report sets beside the upload's part PUTs.
+ */
+export async function plainWrite(file: string, data: SyntheticFile, round: number): Promise<Timing & { partMs: number[] }> {
+  const partMs: number[] = [];
+  const t = await timed(async () => {
     const ws = createWriteStream(file);
     for (let n = 1; n <= data.partCount; n++) {
+      const t0 = performance.now();
       for (const c of data.part(n, round)) {
         if (!ws.write(c)) await once(ws, 'drain');
       }
+      partMs.push(performance.now() - t0);
     }
     ws.end();
     await once(ws, 'close');
   });
+  return { ...t, partMs };
 }
 
 /** Flushes dirty pages so that every timed phase starts with the same writeback state. */

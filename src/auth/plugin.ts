@@ -5,6 +5,7 @@ import { ApiError } from '../http/errors.js';
 import { parseAuthorization, sameHash } from './keys.js';
 import { authenticateKey, type KeyContext, type Scope } from './repository.js';
 import { TokenReservations } from './reservations.js';
+import { UnrecognisedKeyGate } from './unrecognised-keys.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -43,7 +44,12 @@ function mayConsume(ctx: KeyContext, scope: Scope): boolean {
  * Every request authenticates against PostgreSQL (so a revoked key stops at once); tokens come
  * from the key's shared bucket a batch at a time (see TokenReservations).
  */
-export function createAuthHook(config: Config, db: Db, reservations = new TokenReservations(config.rateReservationMs)) {
+export function createAuthHook(
+  config: Config,
+  db: Db,
+  reservations = new TokenReservations(config.rateReservationMs),
+  gate = new UnrecognisedKeyGate(config.unrecognisedKeysPerSecond),
+) {
   async function admit(hash: Buffer, scope: Scope): Promise<Admission> {
     const k = hash.toString('hex');
     // A reserved token is claimed synchronously, before any await, so two requests never count on
@@ -84,13 +90,27 @@ export function createAuthHook(config: Config, db: Db, reservations = new TokenR
           : 'The API key is malformed, unknown or revoked. Check it, or ask a team owner or admin for a new one.',
       );
     }
+    // A flood of bad keys waits its turn instead of crowding out the keys in use. Which turn a
+    // request takes depends on the whole key's hash only: a known prefix changes nothing.
+    const hex = parsed.hash.toString('hex');
+    if (!gate.isRecent(hex)) {
+      const retryAfter = await gate.admit();
+      if (retryAfter) {
+        throw new ApiError('rate_limited', `Too many requests with API keys this server has not seen lately; retry in ${retryAfter} s.`, {
+          details: { limit_per_minute: null, reason: 'unrecognised_keys' },
+          headers: { 'Retry-After': String(retryAfter) },
+        });
+      }
+    }
     const { ctx, allowed, remaining } = await admit(parsed.hash, scope);
     if (!ctx || !sameHash(ctx.keyHash, parsed.hash)) {
+      gate.forget(hex);
       throw new ApiError(
         'invalid_api_key',
         'The API key is malformed, unknown or revoked. Check it, or ask a team owner or admin for a new one.',
       );
     }
+    gate.markValid(hex);
     // Every response to a known key carries the RateLimit headers, refusals included.
     setRateHeaders(reply, ctx.rateLimitPerMinute, remaining);
     if (ctx.plan === 'free') {

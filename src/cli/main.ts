@@ -18,11 +18,18 @@ function describeError(err: unknown): string {
   return e.message ?? String(err);
 }
 
-/** Stops on SIGTERM/SIGINT; a second signal exits at once. */
+/**
+ * Stops on SIGTERM/SIGINT and exits 0 once everything has stopped; a second signal exits at once
+ * (status 1), leaving running runs to be taken back when their leases lapse.
+ */
 function onShutdown(stop: () => Promise<void>, logger: pino.Logger): void {
   let stopping = false;
   const handler = (signal: string) => {
-    if (stopping) process.exit(1);
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      logger.flush();
+      process.exit(1);
+    }
     stopping = true;
     logger.info({ signal }, 'shutting down');
     stop().then(
@@ -68,26 +75,14 @@ export async function main(argv: string[]): Promise<void> {
     .description('run workers only, against the same database')
     .action(async () => {
       const logger = createLogger(config.logLevel);
-      const database = await openDatabase(config, logger, { applicationName: 'toolrun-worker' });
-      const [{ startBackgroundWork }, { createStorage }, { createToolRegistry }, { resolveMediaBinaries }] = await Promise.all([
-        import('../service/workers.js'),
-        import('../storage/create.js'),
-        import('../tools/registry.js'),
-        import('../media/binaries.js'),
-      ]);
-      const background = await startBackgroundWork({
-        config,
-        db: database.db,
-        connectionString: database.connectionString,
-        storage: await createStorage(config, database.db.pool),
-        tools: createToolRegistry(),
-        media: resolveMediaBinaries(),
-        logger,
-      });
+      const { startWorkerProcess } = await import('../service/workers.js');
+      // Handlers first, as for serve: a SIGTERM during start-up waits for the start, then stops.
+      const starting = startWorkerProcess(config, logger);
       onShutdown(async () => {
-        await background.stop();
-        await database.close();
+        const worker = await starting.catch(() => null);
+        await worker?.stop();
       }, logger);
+      await starting;
     });
 
   program

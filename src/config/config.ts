@@ -13,8 +13,12 @@ export interface Config {
   databaseUrl: string | null;
   logLevel: string;
   bodyLimitBytes: number;
+  /** Bounds on slow clients (slow-loris): see HttpTimeoutsConfig. */
+  httpTimeouts: HttpTimeoutsConfig;
   /** How long a process keeps rate-limit tokens it took from a key's shared bucket. */
   rateReservationMs: number;
+  /** Lookups a second, per process, of keys not seen authenticate recently (0: no limit); see UnrecognisedKeyGate. */
+  unrecognisedKeysPerSecond: number;
   workerConcurrency: number;
   allowPrivateNetwork: boolean;
   demoSeed: boolean;
@@ -22,6 +26,26 @@ export interface Config {
   files: FilesConfig;
   runs: RunsConfig;
   webhooks: WebhooksConfig;
+  metrics: MetricsConfig;
+}
+
+export interface MetricsConfig {
+  /** Bearer token that GET /metrics requires; null: the endpoint answers 404 (off). */
+  token: string | null;
+  /** `toolrun worker` only: serve /metrics on this port of HOST (0: any free port); null: no listener. */
+  port: number | null;
+}
+
+/** How long a client may take over each part of an HTTP exchange before its connection is closed. */
+export interface HttpTimeoutsConfig {
+  /** From the connection (or the end of the previous response) to the last request header. */
+  headersMs: number;
+  /** From the first request header to the last byte of a JSON body. */
+  requestMs: number;
+  /** A part PUT to local storage: several MiB over a slow link, so it has its own, larger bound. */
+  partMs: number;
+  /** How long an idle keep-alive connection is kept open for its next request. */
+  keepAliveMs: number;
 }
 
 export interface WebhooksConfig {
@@ -144,6 +168,42 @@ function url(env: Env, name: string, fallback: string, protocols: string[]): str
   return raw;
 }
 
+function metricsConfig(env: Env): MetricsConfig {
+  const raw = env.TOOLRUN_METRICS_TOKEN;
+  let token: string | null = null;
+  if (raw !== undefined && raw !== '') {
+    // The characters of an RFC 6750 bearer token; long enough that it cannot be guessed.
+    if (!/^[A-Za-z0-9._~+/=-]{16,512}$/.test(raw)) {
+      throw new ConfigError(
+        'TOOLRUN_METRICS_TOKEN',
+        `must be 16 to 512 characters of A-Z a-z 0-9 . _ ~ + / = - (e.g. from "openssl rand -hex 32"), got ${raw.length} characters${/[^A-Za-z0-9._~+/=-]/.test(raw) ? ' with others among them' : ''}`,
+      );
+    }
+    token = raw;
+  }
+  const portRaw = env.TOOLRUN_METRICS_PORT;
+  const port = portRaw === undefined || portRaw === '' ? null : int(env, 'TOOLRUN_METRICS_PORT', 0, 0, 65535);
+  if (port !== null && token === null) {
+    // Without a token /metrics answers 404, so such a listener could only ever say "not found".
+    throw new ConfigError('TOOLRUN_METRICS_PORT', 'needs TOOLRUN_METRICS_TOKEN: without a token /metrics is off');
+  }
+  return { token, port };
+}
+
+function httpTimeouts(env: Env): HttpTimeoutsConfig {
+  const headersMs = int(env, 'TOOLRUN_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000);
+  const requestMs = int(env, 'TOOLRUN_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  if (requestMs < headersMs) {
+    throw new ConfigError('TOOLRUN_REQUEST_TIMEOUT_MS', `must be at least TOOLRUN_HEADERS_TIMEOUT_MS (${headersMs}), got ${requestMs}`);
+  }
+  return {
+    headersMs,
+    requestMs,
+    partMs: int(env, 'TOOLRUN_PART_TIMEOUT_MS', 600_000, 100, 86_400_000),
+    keepAliveMs: int(env, 'TOOLRUN_KEEPALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
+  };
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /** Reads the environment once; a bad value throws a ConfigError naming the variable and what is allowed. */
@@ -195,7 +255,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     databaseUrl,
     logLevel,
     bodyLimitBytes: int(env, 'TOOLRUN_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    httpTimeouts: httpTimeouts(env),
     rateReservationMs: int(env, 'TOOLRUN_RATE_RESERVATION_MS', 1000, 1, 60_000),
+    unrecognisedKeysPerSecond: int(env, 'TOOLRUN_UNRECOGNISED_KEYS_PER_SECOND', 500, 0, 1_000_000),
     workerConcurrency: int(env, 'TOOLRUN_WORKER_CONCURRENCY', Math.max(1, cores - 1), 1, 256),
     allowPrivateNetwork,
     demoSeed: bool(env, 'TOOLRUN_DEMO_SEED', !production),
@@ -222,5 +284,6 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       uploadExpirySeconds: int(env, 'TOOLRUN_UPLOAD_EXPIRY_SECONDS', 86400, 60, 30 * 86400),
       retentionSeconds: int(env, 'TOOLRUN_FILE_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
     },
+    metrics: metricsConfig(env),
   };
 }

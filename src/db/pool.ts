@@ -26,40 +26,60 @@ export interface DbOptions {
   applicationName?: string;
 }
 
+/**
+ * A query without an answer for this long fails (and its connection is dropped): a server that
+ * stopped answering without closing its connections (frozen, or cut off by the network) must
+ * not hold requests and workers forever. Far above any query's normal time, lock waits included.
+ */
+export const QUERY_TIMEOUT_MS = 10_000;
+
+/** Errors after which a connection cannot be trusted again: it is discarded, not pooled. */
+function connectionLost(err: unknown): boolean {
+  return err instanceof Error && /Query read timeout|Connection terminated|is not queryable/.test(err.message);
+}
+
 export function createDb(opts: DbOptions): Db {
-  const pool = new pg.Pool({
+  const common = {
     connectionString: opts.connectionString,
-    max: opts.max ?? 10,
-    application_name: opts.applicationName ?? 'toolrun',
+    // Waiting for a free connection or for a new one to open counts against this, too.
     connectionTimeoutMillis: 5_000,
+    query_timeout: QUERY_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
-  });
+    keepAlive: true,
+  };
+  const pool = new pg.Pool({ ...common, max: opts.max ?? 10, application_name: opts.applicationName ?? 'toolrun' });
   const relaxed = new pg.Pool({
-    connectionString: opts.connectionString,
+    ...common,
     max: Math.max(2, Math.ceil((opts.max ?? 10) / 2)),
     application_name: `${opts.applicationName ?? 'toolrun'}-relaxed`,
-    connectionTimeoutMillis: 5_000,
-    idleTimeoutMillis: 30_000,
     options: '-c synchronous_commit=off',
   });
-  // An idle client losing its connection (server restart) must not crash the process.
-  pool.on('error', (err) => opts.logger.warn({ err }, 'idle database connection failed'));
-  relaxed.on('error', (err) => opts.logger.warn({ err }, 'idle database connection failed'));
+  for (const p of [pool, relaxed]) {
+    // An idle client losing its connection (server restart) must not crash the process.
+    p.on('error', (err) => opts.logger.warn({ err }, 'idle database connection failed'));
+    // Nor a checked-out one: pg emits 'error' on a client whose connection drops even when the
+    // query in flight already failed with it, and pg-pool listens only while a client is idle, so
+    // without this a database restart during a transaction is an uncaught exception.
+    p.on('connect', (client) => client.on('error', () => undefined));
+  }
   return {
     pool,
     relaxed,
     async tx(fn) {
       const client = await pool.connect();
+      let lost: Error | undefined;
       try {
         await client.query('BEGIN');
         const result = await fn(client);
         await client.query('COMMIT');
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
+        if (connectionLost(err)) lost = err as Error;
+        else await client.query('ROLLBACK').catch(() => undefined);
         throw err;
       } finally {
-        client.release();
+        // A lost connection is closed instead of pooled (a timed-out query may still be running).
+        client.release(lost);
       }
     },
     close: async () => {

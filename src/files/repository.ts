@@ -19,12 +19,14 @@ export interface FileRow {
   width: number | null;
   height: number | null;
   duration_seconds: number | null;
+  /** Why a rejected file was rejected (the probe's words, fit to show the client). */
+  problem: string | null;
   upload_expires_at: Date;
   expires_at: Date | null;
 }
 
 const COLUMNS = `id, team_id, file_name, declared_mime, size_bytes, part_size_bytes, part_count, storage_key, upload_id,
-  status, detected_mime, media_kind, width, height, duration_seconds, upload_expires_at, expires_at`;
+  status, detected_mime, media_kind, width, height, duration_seconds, problem, upload_expires_at, expires_at`;
 
 export async function insertFile(
   db: Queryable,

@@ -35,7 +35,7 @@ export async function startUpload(deps: FilesDeps, auth: { teamId: string; keyId
   const partSize = partSizeFor(body.size_bytes, config.files.partSizeBytes);
   const partCount = Math.ceil(body.size_bytes / partSize);
   const storageKey = `files/${auth.teamId}/${id}`;
-  const uploadId = await storage.createUpload(storageKey, body.mime_type, partSize);
+  const uploadId = await storage.createUpload(storageKey, body.mime_type, partSize, body.size_bytes);
   await insertFile(db.pool, {
     id,
     teamId: auth.teamId,

@@ -27,6 +27,10 @@ import { toolRoutes, toolSchemas } from '../tools/routes.js';
 import { ApiError, envelope, invalidRequest } from './errors.js';
 import { docsRoutes } from './docs.js';
 import { createMethodIndex } from './not-found.js';
+import { applyRequestLimits, connectionOptions, jsonDepthError } from './limits.js';
+import { refuseWhileClosing } from './closing.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { instrumentHttp, metricsRoutes } from '../metrics/routes.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { ErrorResponseSchema } from './schemas.js';
 import { fieldErrors } from './validation.js';
@@ -39,11 +43,14 @@ export interface AppDeps {
   tools: ToolRegistry;
   storage: Storage;
   media: MediaBinaries;
+  /** This process's metrics: GET /metrics and per-route request figures; absent, neither exists. */
+  metrics?: Metrics;
   /** Test-only: routes registered after the built-in ones, under the same hooks and error handling. */
   extraRoutes?: FastifyPluginAsync;
 }
 
-const DB_UNAVAILABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection terminated|timeout exceeded when trying to connect|the database system is (starting up|shutting down)|terminating connection due to administrator command/i;
+// Also pg's own: a query past the pool's query_timeout, a client whose connection already failed.
+const DB_UNAVAILABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection terminated|timeout exceeded when trying to connect|Query read timeout|is not queryable|the database system is (starting up|shutting down)|terminating connection due to administrator command/i;
 
 function isDbUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
@@ -86,6 +93,14 @@ class QuietStartLogController extends LogController {
   override incomingRequest(request: FastifyRequest): void {
     request.log.debug({ req: request }, 'incoming request');
   }
+
+  // The completion line also names the request (method and path: the logger's serializer drops
+  // the query, where signed URLs carry their signature), so each line says what was asked.
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (this.isLogDisabled(request)) return;
+    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
+    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
+  }
 }
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -96,7 +111,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     genReqId: () => randomUUID(),
     logController: new QuietStartLogController({ requestIdLogLabel: 'request_id' }),
     bodyLimit: config.bodyLimitBytes,
-    return503OnClosing: true,
+    ...connectionOptions(config.httpTimeouts),
+    // Requests arriving while closing get 503 in the envelope (refuseWhileClosing), not Fastify's shape.
+    return503OnClosing: false,
     ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: true } },
     // URLs the router cannot take apart never reach the error handler; answer them in the envelope too.
     frameworkErrors: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -111,6 +128,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       reply.status(apiError.status).send(envelope(apiError, request.id));
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  applyRequestLimits(app, config.httpTimeouts);
   // Bodies are JSON only: without this, Fastify's built-in text/plain parser accepts plain text.
   app.removeContentTypeParser('text/plain');
   // An empty JSON body counts as no body, so bodiless POSTs (cancel, test) work from clients that
@@ -119,6 +137,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text.trim() === '') return done(null, undefined);
+    const tooDeep = jsonDepthError(text);
+    if (tooDeep) return done(tooDeep, undefined);
     return defaultJson(request, text, done);
   });
 
@@ -158,13 +178,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
   });
+  refuseWhileClosing(app);
+  if (deps.metrics) instrumentHttp(app, deps.metrics);
   app.addHook('onRequest', createAuthHook(config, db));
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // A body error on a route that does not exist: the missing route is the answer.
     if (request.is404 && !(err instanceof ApiError)) return notFound(request, reply);
     const apiError = toApiError(err);
-    if (apiError.status >= 500) {
+    if (apiError.code === 'service_unavailable') {
+      // The database is down (or the process closing): requests fail alike, one short line each, no stack.
+      request.log.warn({ code: apiError.code, reason: err.message, db_error: err.code }, 'service unavailable');
+    } else if (apiError.status >= 500) {
       request.log.error({ err }, 'request failed');
     } else if (!(err instanceof ApiError)) {
       request.log.info({ code: apiError.code, reason: err.code ?? err.message }, 'request refused');
@@ -193,13 +218,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const openapi = () => (openApiDoc ??= buildOpenApiDocument(app));
   await app.register(systemRoutes({ db, openapi }));
   await app.register(docsRoutes({ openapi, publicBaseUrl: config.publicBaseUrl }));
+  if (deps.metrics) await app.register(metricsRoutes({ metrics: deps.metrics, token: config.metrics.token }));
   await app.register(meRoutes);
   await app.register(toolRoutes(tools));
   await app.register(fileRoutes({ config, db, storage: deps.storage, media: deps.media }));
   await app.register(runRoutes({ config, db, tools, storage: deps.storage }));
   await app.register(webhookRoutes({ config, db }));
   // The local backend serves its signed part and download URLs itself; S3 serves its own.
-  if (deps.storage instanceof LocalStorage) await app.register(localStorageRoutes(deps.storage));
+  if (deps.storage instanceof LocalStorage) await app.register(localStorageRoutes(deps.storage, config.httpTimeouts));
   if (deps.extraRoutes) await app.register(deps.extraRoutes);
 
   await app.ready();

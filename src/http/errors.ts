@@ -1,5 +1,6 @@
 /** The one table that maps every error code to its HTTP status. */
 export const ERROR_STATUS = {
+  bad_request: 400,
   api_key_required: 401,
   invalid_api_key: 401,
   insufficient_sparks: 402,
@@ -17,6 +18,7 @@ export const ERROR_STATUS = {
   webhook_endpoint_not_found: 404,
   upload_not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   tool_execution_pipeline: 409,
   output_not_ready: 409,
   run_not_cancelable: 409,
@@ -26,6 +28,7 @@ export const ERROR_STATUS = {
   invalid_request: 422,
   idempotency_key_reused: 422,
   rate_limited: 429,
+  headers_too_large: 431,
   internal_error: 500,
   service_unavailable: 503,
 } as const;
@@ -64,14 +67,19 @@ export class ApiError extends Error {
   }
 }
 
+/** errors[] lists at most this many entries: a body of 100,000 unknown keys must not make a 10 MB answer. */
+export const MAX_FIELD_ERRORS = 100;
+
 export function invalidRequest(errors: FieldError[], message?: string): ApiError {
   const first = errors[0];
   const summary =
     message ??
     (errors.length === 1 && first
       ? `Invalid request: ${first.loc.join('.')}: ${first.message}`
-      : `Invalid request: ${errors.length} problems; see errors[] for each.`);
-  return new ApiError('invalid_request', summary, { errors });
+      : errors.length > MAX_FIELD_ERRORS
+        ? `Invalid request: ${errors.length} problems; errors[] lists the first ${MAX_FIELD_ERRORS}.`
+        : `Invalid request: ${errors.length} problems; see errors[] for each.`);
+  return new ApiError('invalid_request', summary, { errors: errors.slice(0, MAX_FIELD_ERRORS) });
 }
 
 export function envelope(err: ApiError, requestId: string): ErrorBody {

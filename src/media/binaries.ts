@@ -4,6 +4,25 @@ import { createRequire } from 'node:module';
 export interface MediaBinaries {
   ffmpeg: string;
   ffprobe: string;
+  /**
+   * util-linux's setpriv, when this is Linux and it is installed: jobs are started through it
+   * with a parent-death signal, so they die with the process that started them (see ffmpeg.ts).
+   */
+  setpriv?: string | null;
+}
+
+/** setpriv from util-linux (every Debian and Ubuntu has it), or null. */
+function findSetpriv(): string | null {
+  if (process.platform !== 'linux') return null;
+  for (const p of ['/usr/bin/setpriv', '/bin/setpriv']) {
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      return p;
+    } catch {
+      // try the next place
+    }
+  }
+  return null;
 }
 
 function bundled(pkg: string): string {
@@ -30,5 +49,6 @@ export function resolveMediaBinaries(env: Record<string, string | undefined> = p
   return {
     ffmpeg: env.FFMPEG_PATH || bundled('@ffmpeg-installer/ffmpeg'),
     ffprobe: env.FFPROBE_PATH || bundled('@ffprobe-installer/ffprobe'),
+    setpriv: findSetpriv(),
   };
 }

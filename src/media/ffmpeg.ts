@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
 import fs from 'node:fs/promises';
 import { ToolError } from '../tools/manifest.js';
 import type { MediaBinaries } from './binaries.js';
-import type { FfprobeStream } from './probe.js';
+import { MAX_VIDEO_PIXELS, type FfprobeStream } from './probe.js';
 
 /**
  * Running ffmpeg and ffprobe for tools: one child process per job, never a shell; local files
@@ -96,6 +97,26 @@ export function spawnBounded(cmd: string, args: string[], limits: SpawnLimits, o
   });
 }
 
+/**
+ * The command line for a job: through setpriv with a parent-death signal when it is available.
+ * A worker that dies (kill -9, the OOM killer) cannot kill its ffmpeg, and ffmpeg ignores
+ * SIGPIPE, so losing its progress pipe does not stop it: orphaned, it would encode on to the end
+ * while another worker runs the same job again. PR_SET_PDEATHSIG has the kernel kill it instead.
+ */
+export function jobCommand(bins: MediaBinaries, cmd: string, args: string[]): [string, string[]] {
+  // A binary that cannot run is started directly, so spawn reports it as it always did.
+  return bins.setpriv && runnable(cmd) ? [bins.setpriv, ['--pdeathsig', 'KILL', '--', cmd, ...args]] : [cmd, args];
+}
+
+function runnable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The last line of stderr that says something, with every path replaced by its label. */
 export function ffmpegErrorLine(stderr: string, inputs: NamedInput[], output?: string): string {
   const noise = /^(Conversion failed!|Exiting normally|Error while processing the decoded data|Finishing stream|\s*$)/;
@@ -141,7 +162,8 @@ export async function runFfmpeg(job: FfmpegJob): Promise<void> {
   const threads = String(boundedThreads(job.threads));
   const args = ['-hide_banner', '-nostdin', '-nostats', '-v', 'error', '-xerror', '-progress', 'pipe:1', '-y'];
   for (const input of job.inputs) {
-    args.push('-protocol_whitelist', 'file', '-format_whitelist', INPUT_FORMATS, '-threads', threads, '-i', input.path);
+    // -max_pixels: a frame larger than uploads may have is refused by the decoder, unallocated.
+    args.push('-protocol_whitelist', 'file', '-format_whitelist', INPUT_FORMATS, '-max_pixels', String(MAX_VIDEO_PIXELS), '-threads', threads, '-i', input.path);
   }
   args.push('-filter_threads', threads, '-filter_complex_threads', threads, ...job.args, '-threads', threads, '-fs', String(job.maxOutputBytes), job.output);
   let last = 0;
@@ -159,7 +181,7 @@ export async function runFfmpeg(job: FfmpegJob): Promise<void> {
   };
   let done: Finished;
   try {
-    done = await spawnBounded(job.bins.ffmpeg, args, { signal: job.signal, timeLimitMs: job.timeLimitMs }, onLine);
+    done = await spawnBounded(...jobCommand(job.bins, job.bins.ffmpeg, args), { signal: job.signal, timeLimitMs: job.timeLimitMs }, onLine);
   } catch (err) {
     await fs.rm(job.output, { force: true });
     throw err;
@@ -171,8 +193,15 @@ export async function runFfmpeg(job: FfmpegJob): Promise<void> {
   const size = (await fs.stat(job.output)).size;
   if (size >= job.maxOutputBytes) {
     await fs.rm(job.output, { force: true });
-    throw new ToolError(`The output would be larger than the ${Math.floor(job.maxOutputBytes / (1024 * 1024))} MiB limit.`);
+    throw new ToolError(`The output would be larger than the ${sizeText(job.maxOutputBytes)} limit.`);
   }
+}
+
+/** A byte count as people read it: 4 GiB, 1.5 MiB, 200 KiB, 1000 bytes. */
+export function sizeText(bytes: number): string {
+  const units: [number, string][] = [[1024 ** 3, 'GiB'], [1024 ** 2, 'MiB'], [1024, 'KiB']];
+  for (const [size, unit] of units) if (bytes >= size) return `${Math.round((bytes / size) * 10) / 10} ${unit}`;
+  return `${bytes} bytes`;
 }
 
 /** What a run needs to know about a video file, read by ffprobe when the run starts. */
@@ -196,8 +225,8 @@ function fraction(r: string | undefined): { num: number; den: number } | null {
 
 /** ffprobe of a local file; a file that does not read as a video is a ToolError naming its label. */
 export async function probeVideo(bins: MediaBinaries, input: NamedInput, limits: SpawnLimits): Promise<VideoFacts> {
-  const args = ['-v', 'error', '-protocol_whitelist', 'file', '-format_whitelist', INPUT_FORMATS, '-print_format', 'json', '-show_format', '-show_streams', input.path];
-  const done = await spawnBounded(bins.ffprobe, args, limits);
+  const args = ['-v', 'error', '-protocol_whitelist', 'file', '-format_whitelist', INPUT_FORMATS, '-max_pixels', String(MAX_VIDEO_PIXELS), '-print_format', 'json', '-show_format', '-show_streams', input.path];
+  const done = await spawnBounded(...jobCommand(bins, bins.ffprobe, args), limits);
   let info: { streams?: ProbeStream[]; format?: { duration?: string } } = {};
   try {
     if (done.code === 0) info = JSON.parse(done.stdout) as typeof info;

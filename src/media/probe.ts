@@ -22,13 +22,32 @@ export interface ProbeResult {
   problem: string | null;
 }
 
-/** Limits every probe obeys: time per external call and the pixel count an image may have. */
+/** Limits every probe obeys: time per external call, and how large a picture or how long a file may be. */
 export interface ProbeLimits {
   timeoutMs: number;
+  /** sharp's own default (16383 x 16383): larger images are refused from their header, never decoded. */
   maxImagePixels: number;
+  /** Pixels of one video frame; larger frames are refused before any is decoded. */
+  maxVideoPixels: number;
+  /** Longest audio or video accepted; null: no bound (tool outputs, which their run time bounds). */
+  maxDurationSeconds: number | null;
 }
 
-export const DEFAULT_PROBE_LIMITS: ProbeLimits = { timeoutMs: 60_000, maxImagePixels: 268_402_689 };
+/** 8192 x 4320 (DCI 8K): every real camera format fits, and a frame decodes in about 50 MB. */
+export const MAX_VIDEO_PIXELS = 8192 * 4320;
+/** Four hours: longer than any clip the video tools can work through within their time limits. */
+export const MAX_MEDIA_SECONDS = 4 * 3600;
+
+/** Uploads. */
+export const DEFAULT_PROBE_LIMITS: ProbeLimits = {
+  timeoutMs: 60_000,
+  maxImagePixels: 268_402_689,
+  maxVideoPixels: MAX_VIDEO_PIXELS,
+  maxDurationSeconds: MAX_MEDIA_SECONDS,
+};
+
+/** Tool outputs: the same picture bounds; their length is whatever the (time-bounded) run made. */
+export const OUTPUT_PROBE_LIMITS: ProbeLimits = { ...DEFAULT_PROBE_LIMITS, maxDurationSeconds: null };
 
 const EMPTY: Omit<ProbeResult, 'kind' | 'mime' | 'decodable' | 'problem'> = {
   width: null,
@@ -75,7 +94,12 @@ async function probeImage(path: string, mime: string, limits: ProbeLimits): Prom
       problem: null,
     };
   } catch (err) {
-    return { ...EMPTY, kind: 'image', mime, decodable: false, problem: `image does not decode: ${(err as Error).message}` };
+    // libvips may name the file: the client sees this, and must not see the server's paths.
+    const message = (err as Error).message.split(path).join('the file').replace(/(?:\/[\w.@%+=-]+)+\/?/g, '<file>').trim().slice(0, 200);
+    const problem = /pixel limit/i.test(message)
+      ? `the image has more than ${limits.maxImagePixels} pixels (16383 x 16383), the most accepted`
+      : `the image does not decode: ${message}`;
+    return { ...EMPTY, kind: 'image', mime, decodable: false, problem };
   }
 }
 
@@ -99,16 +123,33 @@ function rate(r: string | undefined): number | null {
   return n && d ? n / d : null;
 }
 
-/** ffprobe for streams and length, then one decoded frame (or second of audio) to prove it plays. */
+const OVERSIZED_FRAME = /Picture size (\d+)x(\d+) exceeds specified max pixel count/;
+
+function megapixels(pixels: number): string {
+  return `${Math.round(pixels / 100_000) / 10} MP`;
+}
+
+function hours(seconds: number): string {
+  return seconds >= 3600 ? `${Math.round(seconds / 360) / 10} h` : `${Math.round(seconds)} s`;
+}
+
+/**
+ * ffprobe for streams and length, then one decoded frame (or second of audio) to prove it plays.
+ * Both run with `-max_pixels`, so a frame over the limit is refused by the decoder before its
+ * memory is touched; frame size and length are checked before the decode.
+ */
 async function probeAudioVideo(source: string, mime: string | null, bins: MediaBinaries, limits: ProbeLimits): Promise<ProbeResult> {
   const whitelist = ['-protocol_whitelist', source.startsWith('http') ? 'http,https,tcp,tls,file' : 'file'];
+  const maxPixels = ['-max_pixels', String(limits.maxVideoPixels)];
   let info: { streams?: FfprobeStream[]; format?: { duration?: string } };
+  let probeStderr = '';
   try {
-    const { stdout } = await run(
+    const { stdout, stderr } = await run(
       bins.ffprobe,
-      ['-v', 'error', ...whitelist, '-print_format', 'json', '-show_format', '-show_streams', source],
+      ['-v', 'error', ...whitelist, ...maxPixels, '-print_format', 'json', '-show_format', '-show_streams', source],
       limits.timeoutMs,
     );
+    probeStderr = stderr;
     info = JSON.parse(stdout) as typeof info;
   } catch (err) {
     return { ...EMPTY, kind: 'other', mime, decodable: false, problem: 'not a readable audio or video file' };
@@ -117,7 +158,16 @@ async function probeAudioVideo(source: string, mime: string | null, bins: MediaB
   const video = streams.find((s) => s.codec_type === 'video' && !s.disposition?.attached_pic);
   const audio = streams.find((s) => s.codec_type === 'audio');
   if (!video && !audio) return { ...EMPTY, kind: 'other', mime, decodable: false, problem: 'no audio or video stream' };
+  const refused = (problem: string): ProbeResult => ({ ...EMPTY, kind: video ? 'video' : 'audio', mime, decodable: false, problem });
+  const oversized = OVERSIZED_FRAME.exec(probeStderr);
+  const frame = video?.width && video.height ? { w: video.width, h: video.height } : oversized ? { w: Number(oversized[1]), h: Number(oversized[2]) } : null;
+  if (frame && frame.w * frame.h > limits.maxVideoPixels) {
+    return refused(`the video's frames are ${frame.w} x ${frame.h} px (${megapixels(frame.w * frame.h)}); at most ${megapixels(limits.maxVideoPixels)} (8192 x 4320) are accepted`);
+  }
   const duration = Number(info.format?.duration ?? video?.duration ?? audio?.duration);
+  if (limits.maxDurationSeconds !== null && Number.isFinite(duration) && duration > limits.maxDurationSeconds) {
+    return refused(`the file is ${hours(duration)} long; at most ${hours(limits.maxDurationSeconds)} are accepted`);
+  }
   const result: ProbeResult = {
     kind: video ? 'video' : 'audio',
     mime,
@@ -133,7 +183,7 @@ async function probeAudioVideo(source: string, mime: string | null, bins: MediaB
   };
   try {
     const decode = video ? ['-map', '0:v:0', '-frames:v', '1'] : ['-map', '0:a:0', '-t', '1'];
-    await run(bins.ffmpeg, ['-v', 'error', '-nostdin', ...whitelist, '-i', source, ...decode, '-f', 'null', '-'], limits.timeoutMs);
+    await run(bins.ffmpeg, ['-v', 'error', '-nostdin', ...whitelist, ...maxPixels, '-i', source, ...decode, '-f', 'null', '-'], limits.timeoutMs);
     result.decodable = true;
   } catch (err) {
     result.problem = `${result.kind} does not decode`;
@@ -165,7 +215,7 @@ export async function probeStored(storage: Storage, key: string, bins: MediaBina
 }
 
 /** The same checks on a local file (a tool's output before it is stored). */
-export async function probeLocalFile(path: string, bins: MediaBinaries, limits: ProbeLimits = DEFAULT_PROBE_LIMITS): Promise<ProbeResult> {
+export async function probeLocalFile(path: string, bins: MediaBinaries, limits: ProbeLimits = OUTPUT_PROBE_LIMITS): Promise<ProbeResult> {
   const type = await fileTypeFromFile(path).catch(() => undefined);
   const mime = type?.mime ?? null;
   if (mime?.startsWith('image/')) return probeImage(path, mime, limits);

@@ -3,6 +3,8 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { LookupFunction } from 'node:net';
+import type { Readable, Transform } from 'node:stream';
+import zlib from 'node:zlib';
 import { isPublicAddress } from './addresses.js';
 
 export type OutboundErrorCode =
@@ -12,7 +14,8 @@ export type OutboundErrorCode =
   | 'connection_failed'
   | 'timeout'
   | 'too_large'
-  | 'too_many_redirects';
+  | 'too_many_redirects'
+  | 'bad_encoding';
 
 /** Why an outbound request was refused or failed; `message` is fit to show a user. */
 export class OutboundError extends Error {
@@ -92,6 +95,18 @@ export function parseOutboundUrl(raw: string, httpsOnly: boolean): URL {
   return url;
 }
 
+/**
+ * Decoders for the content codings a server may send even unasked (we never send
+ * Accept-Encoding). They stream, so the byte limit counts decoded bytes as they come and a
+ * compression bomb is stopped at maxBytes instead of expanding whole.
+ */
+const DECODERS: Record<string, () => Transform> = {
+  gzip: () => zlib.createGunzip(),
+  'x-gzip': () => zlib.createGunzip(),
+  deflate: () => zlib.createUnzip(),
+  br: () => zlib.createBrotliDecompress(),
+};
+
 function once(url: URL, address: { address: string; family: number }, opts: OutboundOptions, signal: AbortSignal): Promise<OutboundResponse> {
   // The socket connects to the address we vetted, never to a second DNS answer; TLS still checks
   // the certificate against the host name.
@@ -113,9 +128,39 @@ function once(url: URL, address: { address: string; family: number }, opts: Outb
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
-        const finish = () =>
+        let settled = false;
+        const finish = () => {
+          if (settled) return;
+          settled = true;
           resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), url: url.toString(), address: address.address });
-        res.on('data', (c: Buffer) => {
+        };
+        let decoder: Transform | null = null;
+        // Rejects here: once the response has ended (a decoder failing at its end), destroying
+        // the request emits no error to settle on.
+        const fail = (err: OutboundError) => {
+          if (settled) return;
+          settled = true;
+          decoder?.destroy();
+          req.destroy();
+          reject(err);
+        };
+        const coding = String(res.headers['content-encoding'] ?? '').trim().toLowerCase();
+        let body: Readable = res;
+        if (coding !== '' && coding !== 'identity') {
+          decoder = DECODERS[coding]?.() ?? null;
+          if (!decoder) {
+            fail(new OutboundError('bad_encoding', `the response is encoded as "${coding.slice(0, 40)}", which cannot be read`));
+            return;
+          }
+          decoder.on('error', () => fail(new OutboundError('bad_encoding', `the response claims ${coding} encoding but does not decode as it`)));
+          body = res.pipe(decoder);
+          // Cut off (timeout, cancel): stop inflating what was already buffered.
+          res.once('close', () => {
+            if (!res.complete) decoder?.destroy();
+          });
+        }
+        body.on('data', (c: Buffer) => {
+          if (settled) return;
           size += c.length;
           if (opts.truncateAt !== undefined && size >= opts.truncateAt) {
             chunks.push(c);
@@ -124,12 +169,12 @@ function once(url: URL, address: { address: string; family: number }, opts: Outb
             return;
           }
           if (size > opts.maxBytes) {
-            req.destroy(new OutboundError('too_large', `the response is larger than ${opts.maxBytes} bytes`));
+            fail(new OutboundError('too_large', `the response is larger than ${opts.maxBytes} bytes`));
             return;
           }
           chunks.push(c);
         });
-        res.on('end', finish);
+        body.on('end', finish);
         res.on('error', reject);
       },
     );

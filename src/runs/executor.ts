@@ -9,7 +9,7 @@ import type { MediaBinaries } from '../media/binaries.js';
 import type { LocalCopy, Storage } from '../storage/storage.js';
 import { MEDIA_KINDS, ToolError, type InputFile, type ToolManifest } from '../tools/manifest.js';
 import type { ToolRegistry } from '../tools/registry.js';
-import { storeOutputs, verifyOutputs } from './outputs.js';
+import { OutputStoreError, storeOutputs, verifyOutputs } from './outputs.js';
 import type { NewOutput, RunRow } from './repository.js';
 import { failRun, succeedRun } from './transitions.js';
 
@@ -185,6 +185,8 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow, owner: string,
             ? err.message
             : `The tool failed unexpectedly; the run can be retried.`;
       if (!(err instanceof ToolError) && reason !== 'timeout') log.error({ err }, 'run failed');
+      // The client reads what happened; the operator needs the cause (a full disk, S3 refusing).
+      if (err instanceof OutputStoreError) log.error({ err: err.cause }, 'storing outputs failed');
       await db.tx((tx) => failRun(tx, run.id, message, owner)).catch((e: unknown) => log.error({ err: e }, 'could not record the failure'));
     }
   } finally {

@@ -113,7 +113,10 @@ function checkFile(slot: ToolSlot, f: FileRow | undefined, index: number): Field
   if (f.status !== 'ready') {
     return {
       loc: loc(slot.name, index),
-      message: f.status === 'uploading' ? 'the upload is not complete' : 'the file was rejected: it is not a decodable image, video or audio file',
+      message:
+        f.status === 'uploading'
+          ? 'the upload is not complete'
+          : `the file was rejected: ${f.problem ?? 'it is not a decodable image, video or audio file'}`,
       code: 'file_not_ready',
     };
   }

@@ -15,6 +15,38 @@ export async function sha256File(path: string): Promise<string> {
   return hash.digest('hex');
 }
 
+/** Why a storage write failed, in words for the run's `error`: no paths, hosts or errno names. */
+export function storageWriteProblem(err: unknown): string {
+  const e = err as { code?: unknown; name?: unknown; $metadata?: { httpStatusCode?: number } };
+  switch (e.code) {
+    case 'ENOSPC':
+      return 'the storage is full (no space left on the device)';
+    case 'EDQUOT':
+      return 'the storage quota is used up';
+    case 'EROFS':
+      return 'the storage is read-only';
+    case 'EACCES':
+    case 'EPERM':
+      return 'the service is not allowed to write to the storage';
+    case 'EIO':
+      return 'the storage reported an I/O error';
+  }
+  const status = e.$metadata?.httpStatusCode;
+  if (status) return `the storage answered ${typeof e.name === 'string' ? e.name : 'an error'} (HTTP ${status})`;
+  return 'the storage could not be written to';
+}
+
+/**
+ * An output that could not be written to storage (disk full, S3 refusing the PUT). Its message
+ * is the run's `error`, so the client learns what happened; `cause` is logged for the operator.
+ */
+export class OutputStoreError extends ToolError {
+  constructor(override readonly cause: unknown) {
+    super(`The output could not be stored: ${storageWriteProblem(cause)}. The run was not charged; its hold was released.`);
+    this.name = 'OutputStoreError';
+  }
+}
+
 /**
  * Checks each output the tool wrote (size bound, decodes as what it claims, checksum) and stores
  * it. Returns the rows to record; the caller deletes the stored objects if the run cannot finish.
@@ -64,7 +96,8 @@ async function storeEach(
     } catch (err) {
       // A put that failed half-way may have left an object behind.
       await opts.storage.delete(storageKey).catch(() => undefined);
-      throw err;
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      throw new OutputStoreError(err);
     }
     stored.push({
       id,

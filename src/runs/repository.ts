@@ -114,7 +114,7 @@ export async function findByIdempotencyKey(db: Queryable, teamId: string, key: s
 /** New runs this team started in the current clock hour (the hourly ceiling counts these). */
 export async function runsThisHour(db: Queryable, teamId: string): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
-    `SELECT count(*)::integer AS n FROM runs WHERE team_id = $1::uuid AND created_at >= date_trunc('hour', now())`,
+    `SELECT count(*)::integer AS n FROM runs WHERE team_id = $1::uuid AND created_at >= date_trunc('hour', now(), 'UTC')`,
     [teamId],
   );
   return rows[0]?.n ?? 0;

@@ -113,7 +113,8 @@ export function runRoutes(deps: RunsDeps): FastifyPluginAsyncTypebox {
           summary: 'Cancel a queued or running run; its hold is released. Canceling a canceled run returns it.',
           tags: ['runs'],
           params: RunIdParamsSchema,
-          response: { 200: Type.Ref('Run'), ...errorResponses(...AUTH_ERRORS, 'run_not_found', 'run_not_cancelable') },
+          // No body is defined, but a POST may carry one: it is parsed (JSON only, within the limit).
+          response: { 200: Type.Ref('Run'), ...errorResponses(...AUTH_ERRORS, 'run_not_found', 'run_not_cancelable', 'payload_too_large', 'unsupported_media_type') },
         },
       },
       async (request) => cancelRun(deps, requireAuth(request).teamId, request.params.run_id),

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { Listener } from '../db/listen.js';
 import type { Db } from '../db/pool.js';
+import type { RunMetrics, RunOutcome } from '../metrics/metrics.js';
 import { executeRun, type ExecutorDeps, type StopReason } from './executor.js';
 import { verifyOutputs } from './outputs.js';
 import { RUN_COLUMNS, type RunRow } from './repository.js';
@@ -10,6 +11,8 @@ import { CANCEL_CHANNEL, failRun, RUNS_CHANNEL } from './transitions.js';
 export interface WorkerOptions extends ExecutorDeps {
   connectionString: string;
   concurrency: number;
+  /** Records how each execution ended and how long it took, when given. */
+  metrics?: RunMetrics;
 }
 
 interface Active {
@@ -158,6 +161,14 @@ export class RunWorker {
             await this.handBack([claimed.id], [lease]);
             break;
           }
+          if (Date.now() - claimedAt >= (config.runs.leaseSeconds * 1000) / 2) {
+            // The claim's answer took half a lease or more (a stalled database): the execution
+            // would fence itself before its first renewal and the attempt would be lost for
+            // nothing. Give the run back uncounted; the next claim starts a fresh lease.
+            logger.warn({ run_id: claimed.id, ms: Date.now() - claimedAt }, 'claim answered too late; run handed back');
+            await this.handBack([claimed.id], [lease]);
+            continue;
+          }
           this.launch(claimed, lease, claimedAt);
           continue;
         }
@@ -171,17 +182,37 @@ export class RunWorker {
   private launch(run: RunRow, lease: string, claimedAt: number): void {
     const abort = new AbortController();
     const entry: Active = { runId: run.id, abort, reason: null, lease, done: Promise.resolve() };
-    entry.done = executeRun(this.opts, run, lease, {
-      abort,
-      claimedAt,
-      reason: () => entry.reason ?? (abort.signal.reason as StopReason | null) ?? null,
-    })
+    const reason = () => entry.reason ?? (abort.signal.reason as StopReason | null) ?? null;
+    entry.done = executeRun(this.opts, run, lease, { abort, claimedAt, reason })
       .catch((err: unknown) => this.opts.logger.error({ err, run_id: run.id }, 'run executor crashed'))
+      .then(() => this.recordEnd(run, reason(), claimedAt))
       .finally(() => {
         this.active.delete(lease);
         this.poke();
       });
     this.active.set(lease, entry);
+  }
+
+  /**
+   * The execution has ended; the run's row says how (the executor settles it, or not when it was
+   * stopped). A stopped run still running is not final: it was handed back or lost its lease.
+   */
+  private async recordEnd(run: RunRow, reason: StopReason | null, claimedAt: number): Promise<void> {
+    const metrics = this.opts.metrics;
+    if (!metrics) return;
+    const seconds = (Date.now() - claimedAt) / 1000;
+    let outcome: RunOutcome = reason === 'lease_lost' ? 'lease_lost' : 'interrupted';
+    if (reason !== 'lease_lost') {
+      try {
+        const { rows } = await this.opts.db.pool.query<{ status: string }>('SELECT status FROM runs WHERE id = $1::uuid', [run.id]);
+        const status = rows[0]?.status;
+        if (status === 'succeeded' || status === 'failed' || status === 'canceled') outcome = status;
+        else if (reason === 'shutdown') outcome = 'handed_back';
+      } catch {
+        return; // the database is away: one sample fewer, nothing worse
+      }
+    }
+    metrics.runEnded(run.tool_id, outcome, seconds);
   }
 
   /** Number of runs this worker is executing now. */

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { buildApp } from '../http/app.js';
 import { resolveMediaBinaries } from '../media/binaries.js';
+import { Metrics } from '../metrics/metrics.js';
 import { createStorage } from '../storage/create.js';
 import { createToolRegistry } from '../tools/registry.js';
 import { openDatabase, type OpenedDatabase } from './database.js';
@@ -61,7 +62,11 @@ export async function startService(
     const storage = await createStorage(config, database.db.pool);
     const tools = createToolRegistry();
     const media = resolveMediaBinaries();
-    app = await buildApp({ config, db: database.db, logger, tools, storage, media });
+    // Without a token /metrics is off, and nothing needs counting.
+    const metrics = config.metrics.token
+      ? new Metrics({ db: database.db, logger, toolIds: tools.listed().map((t) => t.id) })
+      : undefined;
+    app = await buildApp({ config, db: database.db, logger, tools, storage, media, ...(metrics ? { metrics } : {}) });
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
@@ -85,6 +90,7 @@ export async function startService(
       tools,
       media,
       logger,
+      ...(metrics ? { metrics } : {}),
     });
     // Logged last: from here the API, the workers and the janitor all run.
     logger.info({ url, public_base_url: config.publicBaseUrl, env: config.env, workers: background !== null }, 'toolrun API listening');
@@ -93,8 +99,15 @@ export async function startService(
       url,
       database,
       async stop() {
-        // New requests are refused (503) while running work finishes within the grace period.
-        await Promise.all([background?.stop(), started.close()]);
+        // New requests are refused (503) while requests in flight and running work finish within
+        // the grace period; a client still sending or reading after it is cut off.
+        const graceMs = config.runs.shutdownGraceSeconds * 1000;
+        const cutOff = setTimeout(() => started.server.closeAllConnections(), graceMs);
+        try {
+          await Promise.all([background?.stop(), started.close()]);
+        } finally {
+          clearTimeout(cutOff);
+        }
         await database.close();
       },
     };

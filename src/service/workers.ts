@@ -3,11 +3,15 @@ import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
 import { expireFiles, startJanitor } from '../files/janitor.js';
 import { expireOutputs } from '../runs/outputs.js';
-import type { MediaBinaries } from '../media/binaries.js';
+import { resolveMediaBinaries, type MediaBinaries } from '../media/binaries.js';
+import { Metrics } from '../metrics/metrics.js';
+import { startMetricsServer, type MetricsServer } from '../metrics/server.js';
 import { RunWorker } from '../runs/worker.js';
+import { createStorage } from '../storage/create.js';
 import type { Storage } from '../storage/storage.js';
-import type { ToolRegistry } from '../tools/registry.js';
+import { createToolRegistry, type ToolRegistry } from '../tools/registry.js';
 import { WebhookWorker } from '../webhooks/worker.js';
+import { openDatabase } from './database.js';
 
 export interface BackgroundWork {
   worker: RunWorker;
@@ -25,6 +29,8 @@ export async function startBackgroundWork(deps: {
   tools: ToolRegistry;
   media: MediaBinaries;
   logger: Logger;
+  /** Where run executions and webhook attempts are recorded, when metrics are on. */
+  metrics?: Metrics;
 }): Promise<BackgroundWork> {
   const worker = new RunWorker({ ...deps, concurrency: deps.config.workerConcurrency });
   await worker.start();
@@ -45,4 +51,44 @@ export async function startBackgroundWork(deps: {
       ]);
     },
   };
+}
+
+/** A running `toolrun worker`: its background work, metrics listener and database. */
+export interface WorkerProcess {
+  /** Stops claiming, lets running work finish within the grace period, then closes everything. */
+  stop(): Promise<void>;
+}
+
+/** `toolrun worker`: the background work alone, with an optional metrics listener (no API). */
+export async function startWorkerProcess(config: Config, logger: Logger): Promise<WorkerProcess> {
+  const database = await openDatabase(config, logger, { applicationName: 'toolrun-worker' });
+  let background: BackgroundWork | null = null;
+  let metricsServer: MetricsServer | null = null;
+  const close = async () => {
+    await background?.stop();
+    await metricsServer?.close();
+    await database.close();
+  };
+  try {
+    const tools = createToolRegistry();
+    const metrics =
+      config.metrics.port === null ? undefined : new Metrics({ db: database.db, logger, toolIds: tools.listed().map((t) => t.id) });
+    background = await startBackgroundWork({
+      config,
+      db: database.db,
+      connectionString: database.connectionString,
+      storage: await createStorage(config, database.db.pool),
+      tools,
+      media: resolveMediaBinaries(),
+      logger,
+      ...(metrics ? { metrics } : {}),
+    });
+    if (metrics && config.metrics.port !== null) {
+      metricsServer = await startMetricsServer({ host: config.host, port: config.metrics.port, token: config.metrics.token, metrics, logger });
+    }
+    return { stop: close };
+  } catch (err) {
+    await close().catch(() => undefined);
+    throw err;
+  }
 }

@@ -1,7 +1,9 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
+import type { HttpTimeoutsConfig } from '../config/config.js';
 import { ApiError, envelope } from '../http/errors.js';
+import { boundedBody } from '../http/limits.js';
 import { LocalStorage, PartTooLargeError, UploadNotFoundError } from './local.js';
 
 function refuse(request: FastifyRequest, reply: FastifyReply, err: ApiError): FastifyReply {
@@ -22,11 +24,23 @@ function checkSignature(request: FastifyRequest, reply: FastifyReply, storage: L
   return false;
 }
 
+function partTooLarge(partNumber: number, limit: number): ApiError {
+  return new ApiError(
+    'payload_too_large',
+    `Part ${partNumber} may hold at most ${limit} bytes (part_size_bytes, or what size_bytes leaves for the last part).`,
+    { details: { max_bytes: limit } },
+  );
+}
+
 /**
  * The local backend's storage endpoints: part PUTs and downloads, authorised by the URL's HMAC
  * signature instead of an API key. Refusals use the API's JSON error envelope (403).
+ *
+ * A part may take `partMs` to arrive (several MiB over a slow link), with no pause longer than
+ * `requestMs`; a part over its size is refused before a byte is read when its Content-Length says
+ * so, and cut off at the limit otherwise; either way nothing of it is kept.
  */
-export function localStorageRoutes(storage: LocalStorage): FastifyPluginAsync {
+export function localStorageRoutes(storage: LocalStorage, timeouts: HttpTimeoutsConfig): FastifyPluginAsync {
   return async (app) => {
     // Part bodies are raw bytes of any type: hand the stream to the handler untouched.
     app.removeAllContentTypeParsers();
@@ -34,7 +48,7 @@ export function localStorageRoutes(storage: LocalStorage): FastifyPluginAsync {
 
     app.put<{ Params: { uploadId: string; partNumber: string } }>(
       '/storage/uploads/:uploadId/parts/:partNumber',
-      { schema: { hide: true }, bodyLimit: Number.MAX_SAFE_INTEGER },
+      { schema: { hide: true }, bodyLimit: Number.MAX_SAFE_INTEGER, config: { rawBody: true } },
       async (request, reply) => {
         if (!checkSignature(request, reply, storage, 'PUT', [])) return reply;
         const partNumber = Number(request.params.partNumber);
@@ -42,16 +56,18 @@ export function localStorageRoutes(storage: LocalStorage): FastifyPluginAsync {
           return refuse(request, reply, new ApiError('signature_invalid', 'Unknown part number.'));
         }
         try {
-          const etag = await storage.writePart(request.params.uploadId, partNumber, request.raw);
+          const limit = await storage.partLimit(request.params.uploadId, partNumber);
+          const declared = Number(request.headers['content-length']);
+          if (Number.isFinite(declared) && declared > limit) return refuse(request, reply, partTooLarge(partNumber, limit));
+          const body = boundedBody(request.raw, { totalMs: timeouts.partMs - reply.elapsedTime, idleMs: timeouts.requestMs });
+          const etag = await storage.writePart(request.params.uploadId, partNumber, body);
           return reply.status(200).header('ETag', etag).header('X-Request-Id', request.id).send();
         } catch (err) {
           if (err instanceof UploadNotFoundError) {
             return refuse(request, reply, new ApiError('upload_not_found', 'This upload is completed, expired or unknown.'));
           }
-          if (err instanceof PartTooLargeError) {
-            reply.header('Connection', 'close');
-            return refuse(request, reply, new ApiError('payload_too_large', 'A part may not exceed part_size_bytes.'));
-          }
+          if (err instanceof PartTooLargeError) return refuse(request, reply, partTooLarge(partNumber, err.limit));
+          if (err instanceof ApiError) return refuse(request, reply, err);
           throw err;
         }
       },

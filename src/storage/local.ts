@@ -11,11 +11,17 @@ interface UploadMeta {
   key: string;
   contentType: string;
   partSizeBytes: number;
+  /** The declared file size (absent in uploads begun before it was recorded). */
+  sizeBytes?: number;
 }
 
 const PART_LINK = /^(\d+)\.([0-9a-f]{32})\.(\d+)\.[0-9a-f]+\.data$/;
 
-export class PartTooLargeError extends Error {}
+export class PartTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`part exceeds ${limit} bytes`);
+  }
+}
 export class UploadNotFoundError extends Error {}
 
 /**
@@ -48,12 +54,12 @@ export class LocalStorage implements Storage {
     return path.join(this.uploads, uploadId);
   }
 
-  async createUpload(key: string, contentType: string, partSizeBytes: number): Promise<string> {
+  async createUpload(key: string, contentType: string, partSizeBytes: number, sizeBytes?: number): Promise<string> {
     this.objectPath(key);
     const uploadId = randomBytes(16).toString('hex');
     const dir = this.uploadDir(uploadId);
     await fs.mkdir(path.join(dir, 'parts'), { recursive: true });
-    const meta: UploadMeta = { key, contentType, partSizeBytes };
+    const meta: UploadMeta = { key, contentType, partSizeBytes, ...(sizeBytes === undefined ? {} : { sizeBytes }) };
     await fs.writeFile(path.join(dir, 'meta.json'), JSON.stringify(meta));
     return uploadId;
   }
@@ -71,11 +77,21 @@ export class LocalStorage implements Storage {
   }
 
   /**
+   * The most bytes part n may hold: the part size, and no more than the declared file size leaves
+   * for it (the last part is the remainder; a part past the end may hold nothing).
+   */
+  async partLimit(uploadId: string, partNumber: number): Promise<number> {
+    const meta = await this.uploadMeta(uploadId);
+    if (meta.sizeBytes === undefined) return meta.partSizeBytes;
+    return Math.max(0, Math.min(meta.partSizeBytes, meta.sizeBytes - (partNumber - 1) * meta.partSizeBytes));
+  }
+
+  /**
    * Streams one part to disk (never buffering it whole) and returns its quoted MD5 ETag.
-   * A part may not be larger than the upload's part size.
+   * A part may not be larger than partLimit(); a refused or failed part leaves nothing behind.
    */
   async writePart(uploadId: string, partNumber: number, body: Readable): Promise<string> {
-    const maxBytes = (await this.uploadMeta(uploadId)).partSizeBytes;
+    const maxBytes = await this.partLimit(uploadId, partNumber);
     const partsDir = path.join(this.uploadDir(uploadId), 'parts');
     const nonce = randomBytes(6).toString('hex');
     const tmp = path.join(partsDir, `.${partNumber}.${nonce}.tmp`);
@@ -87,7 +103,7 @@ export class LocalStorage implements Storage {
         async function* (source: AsyncIterable<Buffer>) {
           for await (const chunk of source) {
             size += chunk.length;
-            if (size > maxBytes) throw new PartTooLargeError(`part exceeds ${maxBytes} bytes`);
+            if (size > maxBytes) throw new PartTooLargeError(maxBytes);
             md5.update(chunk);
             yield chunk;
           }

@@ -3,6 +3,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
@@ -30,6 +31,18 @@ export interface S3Options {
 
 function isNotImplemented(err: unknown): boolean {
   return err instanceof S3ServiceException && (err.name === 'NotImplemented' || err.$metadata.httpStatusCode === 501 || err.$metadata.httpStatusCode === 405);
+}
+
+/** Whole-object PUTs are tried this many times when the answer says to try again. */
+const PUT_ATTEMPTS = 3;
+
+/** Answers S3 asks clients to retry (internal error, slow down, unavailable) and dropped connections. */
+function isTransient(err: unknown): boolean {
+  if (err instanceof S3ServiceException) {
+    return [500, 502, 503, 504].includes(err.$metadata.httpStatusCode ?? 0) || err.name === 'SlowDown' || err.name === 'InternalError';
+  }
+  const code = (err as { code?: unknown }).code;
+  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'ETIMEDOUT';
 }
 
 function isNotFound(err: unknown): boolean {
@@ -165,15 +178,26 @@ export class S3Storage implements Storage {
 
   async putFile(key: string, filePath: string, contentType: string): Promise<void> {
     const { size } = await fs.stat(filePath);
-    await this.client.send(
-      new PutObjectCommand({
-        Bucket: this.opts.bucket,
-        Key: this.k(key),
-        Body: createReadStream(filePath),
-        ContentLength: size,
-        ContentType: contentType,
-      }),
-    );
+    // The SDK never retries a request whose body is a stream (it cannot rewind it), so a passing
+    // 500 or 503 SlowDown, which S3 asks clients to retry, would fail the whole run. A fresh
+    // stream per attempt makes the retry safe.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.client.send(
+          new PutObjectCommand({
+            Bucket: this.opts.bucket,
+            Key: this.k(key),
+            Body: createReadStream(filePath),
+            ContentLength: size,
+            ContentType: contentType,
+          }),
+        );
+        return;
+      } catch (err) {
+        if (attempt >= PUT_ATTEMPTS || !isTransient(err)) throw err;
+        await delay(200 * 2 ** (attempt - 1));
+      }
+    }
   }
 
   async size(key: string): Promise<number | null> {

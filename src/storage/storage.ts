@@ -16,7 +16,8 @@ export interface LocalCopy {
  */
 export interface Storage {
   readonly kind: 'local' | 's3';
-  createUpload(key: string, contentType: string, partSizeBytes: number): Promise<string>;
+  /** sizeBytes: the file's declared size, so a backend that takes the parts itself can bound each. */
+  createUpload(key: string, contentType: string, partSizeBytes: number, sizeBytes?: number): Promise<string>;
   partUrl(key: string, uploadId: string, partNumber: number, expiresInSeconds: number): Promise<string>;
   /** Parts stored so far, or null when the backend cannot list them (then completion checks less). */
   listParts(key: string, uploadId: string): Promise<StoredPart[] | null>;

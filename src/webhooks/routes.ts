@@ -87,7 +87,8 @@ export function webhookRoutes(deps: WebhooksDeps): FastifyPluginAsyncTypebox {
           summary: 'Delete an endpoint; its deliveries stop at once',
           tags: ['webhooks'],
           params: EndpointIdParamsSchema,
-          response: { 200: Type.Ref('Deleted'), ...errorResponses(...COMMON, 'webhook_endpoint_not_found') },
+          // DELETE and the bodiless POST below may still carry a body, which is parsed like any other.
+          response: { 200: Type.Ref('Deleted'), ...errorResponses(...COMMON, ...BODY, 'webhook_endpoint_not_found') },
         },
       },
       async (request) => removeEndpoint(deps, requireAuth(request), request.params.endpoint_id),
@@ -102,7 +103,7 @@ export function webhookRoutes(deps: WebhooksDeps): FastifyPluginAsyncTypebox {
           summary: 'Send a signed ping event now and report how the endpoint answered',
           tags: ['webhooks'],
           params: EndpointIdParamsSchema,
-          response: { 200: Type.Ref('WebhookTest'), ...errorResponses(...COMMON, 'webhook_endpoint_not_found') },
+          response: { 200: Type.Ref('WebhookTest'), ...errorResponses(...COMMON, ...BODY, 'webhook_endpoint_not_found') },
         },
       },
       async (request) => testEndpoint(deps, requireAuth(request), request.params.endpoint_id),

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { Listener } from '../db/listen.js';
 import type { Db } from '../db/pool.js';
+import type { WebhookMetrics } from '../metrics/metrics.js';
 import { recordAttempt } from './repository.js';
 import { sendAttempt } from './send.js';
 
@@ -49,7 +50,7 @@ export class WebhookWorker {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly abort = new AbortController();
 
-  constructor(private readonly opts: { config: Config; db: Db; logger: Logger; connectionString: string }) {
+  constructor(private readonly opts: { config: Config; db: Db; logger: Logger; connectionString: string; metrics?: WebhookMetrics }) {
     this.listener = new Listener({
       connectionString: opts.connectionString,
       channels: [WEBHOOKS_CHANNEL],
@@ -132,6 +133,7 @@ export class WebhookWorker {
     });
     const delays = config.webhooks.retryDelaysSeconds;
     const giveUp = d.attempts > delays.length;
+    this.opts.metrics?.webhookAttempt(result.delivered ? 'delivered' : giveUp ? 'given_up' : 'retry', result.durationMs / 1000);
     await db.tx(async (tx) => {
       await recordAttempt(tx, {
         deliveryId: d.id,

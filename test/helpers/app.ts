@@ -8,7 +8,7 @@ import { buildApp } from '../../src/http/app.js';
 import { resolveMediaBinaries } from '../../src/media/binaries.js';
 import { createStorage } from '../../src/storage/create.js';
 import type { Storage } from '../../src/storage/storage.js';
-import { createLogger } from '../../src/logger.js';
+import { testLogger } from './test-logs.js';
 import { createToolRegistry, type ToolRegistry } from '../../src/tools/registry.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
@@ -45,7 +45,7 @@ export async function createTestApp(
   const database = opts.database ?? (await createTestDatabase());
   const config = testConfig(opts.env);
   const logs = new LogSink();
-  const logger = createLogger(config.logLevel, logs);
+  const logger = testLogger(config.logLevel, logs);
   const storage = await createStorage(config, database.db.pool);
   const app = await buildApp({
     config,

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import pino from 'pino';
 import { migrate } from '../../src/db/migrate.js';
 import { createDb, type Db } from '../../src/db/pool.js';
+import { testLogger } from './test-logs.js';
 
 export interface TestDatabase {
   name: string;
@@ -33,6 +33,6 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const u = new URL(adminUrl());
   u.pathname = `/${name}`;
   const url = u.toString();
-  await migrate(url, pino({ level: 'silent' }));
-  return { name, url, db: createDb({ connectionString: url, logger: pino({ level: 'silent' }), max: 10 }) };
+  await migrate(url, testLogger('silent'));
+  return { name, url, db: createDb({ connectionString: url, logger: testLogger('silent'), max: 10 }) };
 }

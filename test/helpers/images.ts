@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import sharp, { type Sharp } from 'sharp';
-import { createLogger } from '../../src/logger.js';
+import { testLogger } from './test-logs.js';
 import { resolveMediaBinaries } from '../../src/media/binaries.js';
 import { image, type RunContext, type ToolManifest } from '../../src/tools/manifest.js';
 
@@ -204,7 +204,7 @@ export async function runContext(
       opts.onProgress?.(f);
     },
     media: resolveMediaBinaries(),
-    logger: createLogger('silent'),
+    logger: testLogger('silent'),
     outbound: { allowPrivate: false },
     limits: { ffmpegThreads: 2, maxOutputBytes: 4 * 1024 ** 3 },
   };

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { captureChildLogs } from './test-logs.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BIN = path.join(ROOT, 'bin', 'toolrun.js');
@@ -45,6 +46,7 @@ export function killLiveChildren(): void {
 
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
   const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  captureChildLogs(`toolrun-${args.slice(0, 2).join('-')}`, child.pid, [child.stdout, child.stderr]);
   live.add(child);
   child.once('exit', () => live.delete(child));
   return child;

@@ -9,7 +9,7 @@ import { after, afterEach, before, describe } from 'node:test';
 import type { Config } from '../../src/config/config.js';
 import { loadConfig } from '../../src/config/config.js';
 import type { Queryable } from '../../src/db/pool.js';
-import { createLogger } from '../../src/logger.js';
+import { testLogger } from './test-logs.js';
 import { resolveMediaBinaries } from '../../src/media/binaries.js';
 import { lockRun } from '../../src/runs/repository.js';
 import { ledgerDrift } from '../../src/sparks/ledger.js';
@@ -200,7 +200,7 @@ export class WorkerSet {
       storage: this.s.storage,
       tools: this.tools,
       media: resolveMediaBinaries(),
-      logger: createLogger(this.logs ? 'info' : 'silent', this.logs),
+      logger: testLogger(this.logs ? 'info' : 'silent', this.logs),
       connectionString: this.s.database.url,
       concurrency: opts.concurrency ?? 2,
     });

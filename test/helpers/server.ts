@@ -1,7 +1,7 @@
 import net from 'node:net';
 import type { Logger } from 'pino';
 import { LocalStorage } from '../../src/storage/local.js';
-import { createLogger } from '../../src/logger.js';
+import { testLogger } from './test-logs.js';
 import type { ToolRegistry } from '../../src/tools/registry.js';
 import { createTestApp, type TestApp } from './app.js';
 import type { TestDatabase } from './db.js';
@@ -36,7 +36,7 @@ export async function startTestServer(opts: { env?: Record<string, string>; data
   return {
     ...t,
     url,
-    logger: createLogger('silent'),
+    logger: testLogger('silent'),
     localStorage() {
       if (!(t.storage instanceof LocalStorage)) throw new Error('not the local backend');
       return t.storage;

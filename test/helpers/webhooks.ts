@@ -6,7 +6,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import type { WebhooksConfig } from '../../src/config/config.js';
 import type { Db } from '../../src/db/pool.js';
-import { createLogger } from '../../src/logger.js';
+import { testLogger } from './test-logs.js';
 import { WebhookWorker } from '../../src/webhooks/worker.js';
 import type { TestApp } from './app.js';
 import { bearer, makeTeam, type TeamFixture } from './fixtures.js';
@@ -137,7 +137,7 @@ export async function startWebhookWorker(t: TestApp, change: Partial<WebhooksCon
   const w = new WebhookWorker({
     config: { ...t.config, webhooks: { ...t.config.webhooks, ...change } },
     db: t.database.db,
-    logger: createLogger('warn', t.logs),
+    logger: testLogger('warn', t.logs),
     connectionString: t.database.url,
   });
   await w.start();

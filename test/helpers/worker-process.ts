@@ -7,10 +7,10 @@
 import pino from 'pino';
 import { loadConfig } from '../../src/config/config.js';
 import { createDb } from '../../src/db/pool.js';
-import { createLogger } from '../../src/logger.js';
 import { resolveMediaBinaries } from '../../src/media/binaries.js';
 import { RunWorker } from '../../src/runs/worker.js';
 import { createStorage } from '../../src/storage/create.js';
+import { testLogger } from './test-logs.js';
 import { testRegistry } from './test-tools.js';
 
 const config = loadConfig();
@@ -18,7 +18,8 @@ if (!config.databaseUrl) {
   process.stderr.write('worker-process: DATABASE_URL is not set\n');
   process.exit(2);
 }
-const logger = createLogger(config.logLevel, pino.destination({ dest: 2, sync: true }));
+// Its logs also go to TEST_LOG_DIR (passed on by worker-processes.ts) for the suite's credential scan.
+const logger = testLogger(config.logLevel, pino.destination({ dest: 2, sync: true }));
 const db = createDb({ connectionString: config.databaseUrl, logger, max: 4, applicationName: 'toolrun-test-worker' });
 const storage = await createStorage(config, db.pool);
 const worker = new RunWorker({

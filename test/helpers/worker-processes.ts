@@ -56,6 +56,7 @@ export class WorkerProcess {
       TOOLRUN_WORKER_CONCURRENCY: '1',
       LOG_LEVEL: 'info',
       TEST_PARENT_PID: String(process.pid),
+      ...(process.env.TEST_LOG_DIR ? { TEST_LOG_DIR: process.env.TEST_LOG_DIR } : {}),
       ...env,
     });
     try {

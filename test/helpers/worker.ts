@@ -1,5 +1,5 @@
 import { resolveMediaBinaries } from '../../src/media/binaries.js';
-import { createLogger } from '../../src/logger.js';
+import { testLogger } from './test-logs.js';
 import { RunWorker } from '../../src/runs/worker.js';
 import type { ToolRegistry } from '../../src/tools/registry.js';
 import type { TestApp } from './app.js';
@@ -12,7 +12,7 @@ export async function startTestWorker(t: TestApp, tools: ToolRegistry, opts: { c
     storage: t.storage,
     tools,
     media: resolveMediaBinaries(),
-    logger: createLogger('warn', t.logs),
+    logger: testLogger('warn', t.logs),
     connectionString: t.database.url,
     concurrency: opts.concurrency ?? 2,
   });

@@ -1,0 +1,144 @@
+/**
+ * The benchmarks `npm run bench` runs, in order: each a script under bench/ writing
+ * bench/results/<name>.json in the BenchResult shape, with the environment that makes it short
+ * for `--quick`. A new benchmark is one more entry here.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { BenchResult, Figure, Target } from './report.js';
+import type { Chart, ChartSeries } from './svg.js';
+
+export interface BenchEntry {
+  name: string;
+  title: string;
+  /** Relative to the repository root. */
+  script: string;
+  /** Defaults for --quick; variables already set in the environment win. */
+  quickEnv: Record<string, string>;
+}
+
+export const BENCHES: BenchEntry[] = [
+  {
+    name: 'http',
+    title: 'authenticated request vs bare Fastify, idle memory',
+    script: 'bench/http.ts',
+    quickEnv: { BENCH_DURATION: '3', BENCH_WARMUP: '1', BENCH_ROUNDS: '1' },
+  },
+  {
+    name: 'upload',
+    title: 'multipart upload to local storage vs a plain file write',
+    script: 'bench/upload.ts',
+    quickEnv: { BENCH_FILE_MIB: '128', BENCH_ROUNDS: '1', BENCH_WARMUP: '0', BENCH_SETTLE_MS: '1000' },
+  },
+  {
+    name: 'runs',
+    title: 'run queue latency and throughput, engine overhead on a real job',
+    script: 'bench/runs.ts',
+    quickEnv: { BENCH_PACED_RUNS: '50', BENCH_BURST_RUNS: '60', BENCH_REAL_ROUNDS: '1' },
+  },
+  {
+    name: 'tools',
+    title: 'the five tools through the API vs their runners called directly',
+    script: 'bench/tools.ts',
+    quickEnv: { BENCH_ROUNDS: '1' },
+  },
+  {
+    name: 'webhooks',
+    title: 'webhook delivery latency and rate vs plain signed POSTs',
+    script: 'bench/webhooks.ts',
+    quickEnv: { BENCH_WEBHOOK_RUNS: '150' },
+  },
+  {
+    name: 'keys',
+    title: 'API key timing and a flood of bad keys',
+    script: 'bench/keys.ts',
+    quickEnv: { BENCH_ROUNDS: '1', BENCH_DURATION: '4' },
+  },
+];
+
+/** Environment for one benchmark's process: ours, plus its quick defaults and BENCH_QUICK=1. */
+export function benchEnv(entry: BenchEntry, quick: boolean, env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  if (!quick) return { ...env };
+  const out: NodeJS.ProcessEnv = { ...env, BENCH_QUICK: '1' };
+  for (const [k, v] of Object.entries(entry.quickEnv)) if (!out[k]) out[k] = v;
+  return out;
+}
+
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+/** JSON writes NaN as null: read it back as NaN. */
+const num = (x: unknown) => (typeof x === 'number' ? x : Number.NaN);
+const str = (x: unknown, fallback = '') => (typeof x === 'string' ? x : fallback);
+
+function readFigure(x: unknown): Figure | null {
+  if (!isObject(x) || typeof x.figure !== 'string' || typeof x.unit !== 'string') return null;
+  const b = isObject(x.baseline) ? { label: str(x.baseline.label), value: num(x.baseline.value) } : null;
+  const on = isObject(x.target) ? x.target.on : null;
+  const op = isObject(x.target) ? x.target.op : null;
+  const t: Target | null =
+    isObject(x.target) && (on === 'value' || on === 'ratio') && (op === '<' || op === '<=' || op === '>' || op === '>=')
+      ? { on, op, limit: num(x.target.limit) }
+      : null;
+  return {
+    name: str(x.name, x.figure),
+    figure: x.figure,
+    unit: x.unit,
+    value: num(x.value),
+    baseline: b,
+    ratio: typeof x.ratio === 'number' ? x.ratio : null,
+    target: t,
+    pass: typeof x.pass === 'boolean' ? x.pass : null,
+    ...(typeof x.note === 'string' && x.note ? { note: x.note } : {}),
+  };
+}
+
+function readSeries(x: unknown): ChartSeries | null {
+  if (!isObject(x) || typeof x.label !== 'string') return null;
+  const s: ChartSeries = { label: x.label, role: x.role === 'baseline' ? 'baseline' : 'measured' };
+  if (Array.isArray(x.samples)) s.samples = x.samples.map(num);
+  if (Array.isArray(x.percentiles)) s.percentiles = x.percentiles.filter(isObject).map((q) => ({ p: num(q.p), value: num(q.value) }));
+  return s;
+}
+
+function readChart(x: unknown): Chart | null {
+  if (!isObject(x) || typeof x.id !== 'string' || typeof x.title !== 'string' || !Array.isArray(x.series)) return null;
+  return { id: x.id, title: x.title, unit: str(x.unit), series: x.series.map(readSeries).filter((s): s is ChartSeries => s !== null) };
+}
+
+/**
+ * A results file in the BenchResult shape, or the reason it is not one. Unknown extra fields are
+ * kept in `details`; figures and charts that do not parse are dropped, a file with no figure at
+ * all is refused.
+ */
+export function readResult(file: string): { result: BenchResult } | { error: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    return { error: `${path.basename(file)} is not readable JSON: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  if (!isObject(raw) || !Array.isArray(raw.figures)) return { error: `${path.basename(file)} has no "figures" array (not the BenchResult shape of bench/lib/report.ts)` };
+  const figures = raw.figures.map(readFigure).filter((f): f is Figure => f !== null);
+  if (!figures.length) return { error: `${path.basename(file)} has no readable figure` };
+  const load = isObject(raw.load) ? raw.load : {};
+  const loadOf = (x: unknown) => {
+    const o = isObject(x) ? x : {};
+    return { loadavg: Array.isArray(o.loadavg) ? o.loadavg.map(num) : [], cpuPressure10s: typeof o.cpuPressure10s === 'number' ? o.cpuPressure10s : null, text: str(o.text, 'unknown') };
+  };
+  const db = isObject(raw.database) ? raw.database : {};
+  const m = isObject(raw.machine) ? raw.machine : {};
+  return {
+    result: {
+      benchmark: str(raw.benchmark, path.basename(file, '.json')),
+      title: str(raw.title),
+      at: str(raw.at),
+      machine: { node: str(m.node), cpus: num(m.cpus), platform: str(m.platform), memory_bytes: num(m.memory_bytes) },
+      load: { before: loadOf(load.before), after: loadOf(load.after) },
+      database: { server: str(db.server, 'unknown'), version: typeof db.version === 'string' ? db.version : null },
+      settings: isObject(raw.settings) ? raw.settings : {},
+      figures,
+      charts: Array.isArray(raw.charts) ? raw.charts.map(readChart).filter((c): c is Chart => c !== null) : [],
+      notes: Array.isArray(raw.notes) ? raw.notes.filter((n): n is string => typeof n === 'string') : [],
+      details: raw.details ?? null,
+    },
+  };
+}

@@ -1,0 +1,29 @@
+import type { FastifyInstance } from 'fastify';
+import { ApiError, envelope } from './errors.js';
+
+/**
+ * Graceful close, in the error envelope. Once app.close() begins, a request that still arrives on
+ * a connection the server holds (it was being sent as closing began) gets 503 service_unavailable
+ * with Retry-After, and every response, those in flight included, carries `Connection: close`, so
+ * no connection outlives its last request (an idle keep-alive one would hold the close up).
+ * Fastify's own return503OnClosing answers in another shape, so it is off where the app is built.
+ */
+export function refuseWhileClosing(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    if (!closing) return;
+    const err = new ApiError('service_unavailable', 'This server is shutting down; retry, and another will answer.');
+    return reply
+      .status(err.status)
+      .header('X-Request-Id', request.id)
+      .header('Retry-After', '1')
+      .header('Connection', 'close')
+      .send(envelope(err, request.id));
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('Connection', 'close');
+  });
+}
