@@ -15,6 +15,7 @@ import autocannon from 'autocannon';
 import { createLogger } from '../src/logger.js';
 import { startServerChild, type ServerChild } from './lib/children.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
+import { npmStartIdleRss, type NpmStartRss } from './lib/npm-start.js';
 import { probeAuthQuery, type ProbeResult } from './lib/pg-probe.js';
 import { envInt, errorText, figure, finish, loadNote, machine, median, sleep, type BenchResult } from './lib/report.js';
 import type { Point } from './lib/svg.js';
@@ -183,6 +184,10 @@ async function main(): Promise<void> {
         poolSize: 20,
       });
     }
+    for (const c of children) await c.stop().catch(() => undefined);
+    children.length = 0;
+    await database.refill();
+    const npmStart: NpmStartRss = await npmStartIdleRss({ databaseUrl: database.url, key: database.key, requests: 2000, settleMs: settings.settleS * 1000 });
     await cleanup();
 
     const summary = targets.map((t) => {
@@ -240,8 +245,11 @@ async function main(): Promise<void> {
         figure({ name: 'me_latency_p50', figure: 'GET /v1/me with a key, latency p50', unit: 'ms', value: me?.p50Ms ?? Number.NaN, baseline: bareBaseline(bareT?.p50Ms) }),
         figure({ name: 'me_latency_p99', figure: 'GET /v1/me with a key, latency p99', unit: 'ms', value: me?.p99Ms ?? Number.NaN, baseline: bareBaseline(bareT?.p99Ms) }),
         figure({ name: 'healthz_throughput', figure: 'diag: GET /healthz (no key), throughput', unit: 'req/s', value: get('healthz')?.reqPerSec ?? Number.NaN, baseline: bareBaseline(bareRps) }),
-        figure({ name: 'idle_rss', figure: 'API server idle RSS (after warm-up or after load, the larger)', unit: 'MiB', value: idleRssMb,
-          baseline: { label: 'bare Fastify server after load', value: mb(rssAfterLoad.bare) }, target: { on: 'value', op: '<', limit: RSS_TARGET_MB } }),
+        figure({ name: 'idle_rss', figure: `idle RSS of \`npm start\` (toolrun serve with its workers, ${npmStart.compiled ? 'compiled dist/' : 'sources through tsx'}) after 2000 requests`,
+          unit: 'MiB', value: mb(npmStart.rssBytes), baseline: { label: 'bare Fastify server after load', value: mb(rssAfterLoad.bare) },
+          target: { on: 'value', op: '<', limit: RSS_TARGET_MB } }),
+        figure({ name: 'idle_rss_tsx', figure: 'diag: API server idle RSS run from the sources through tsx (tests, development)', unit: 'MiB', value: idleRssMb,
+          baseline: { label: 'bare Fastify server after load', value: mb(rssAfterLoad.bare) } }),
       ],
       charts: [
         {
@@ -262,10 +270,12 @@ async function main(): Promise<void> {
           'through the same response schema. Same request bytes for every target.',
         `Rate limit: ${database.rateLimitNote}.`,
         ...(probe ? [`diag: the auth + token-bucket SQL alone runs at ${probe.queriesPerSecond.toFixed(0)} queries/s (mean ${probe.meanMs.toFixed(2)} ms), a ceiling for authenticated requests.`] : []),
-        'RSS is in MiB (2^20 bytes), as top and ps count; PostgreSQL is not counted.',
+        'RSS is in MiB (2^20 bytes), as top and ps count; PostgreSQL is not counted. The idle RSS target applies to what ' +
+          '`npm start` runs: the prestart build, then `toolrun serve` from dist/; the tsx figure is what tests and development use.',
       ],
       details: {
         targets: summary,
+        npm_start: { compiled: npmStart.compiled, rss_mib: mb(npmStart.rssBytes) },
         idle_rss_mib: { api_after_warmup: mb(rssAfterWarmup.api), api_after_load: mb(rssAfterLoad.api), bare_after_load: mb(rssAfterLoad.bare), api_heap_used: mb(apiHeapUsed) },
         auth_sql_probe: probe,
       },

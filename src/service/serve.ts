@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { buildApp } from '../http/app.js';
 import { resolveMediaBinaries } from '../media/binaries.js';
-import { Metrics } from '../metrics/metrics.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { createStorage } from '../storage/create.js';
 import { createToolRegistry } from '../tools/registry.js';
 import { openDatabase, type OpenedDatabase } from './database.js';
@@ -62,9 +62,9 @@ export async function startService(
     const storage = await createStorage(config, database.db.pool);
     const tools = createToolRegistry();
     const media = resolveMediaBinaries();
-    // Without a token /metrics is off, and nothing needs counting.
+    // Without a token /metrics is off, and nothing needs counting (nor prom-client loading: ~8 MiB).
     const metrics = config.metrics.token
-      ? new Metrics({ db: database.db, logger, toolIds: tools.listed().map((t) => t.id) })
+      ? new (await import('../metrics/metrics.js')).Metrics({ db: database.db, logger, toolIds: tools.listed().map((t) => t.id) })
       : undefined;
     app = await buildApp({ config, db: database.db, logger, tools, storage, media, ...(metrics ? { metrics } : {}) });
     await app.listen({ port: config.port, host: config.host });

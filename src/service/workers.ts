@@ -4,7 +4,7 @@ import type { Db } from '../db/pool.js';
 import { expireFiles, startJanitor } from '../files/janitor.js';
 import { expireOutputs } from '../runs/outputs.js';
 import { resolveMediaBinaries, type MediaBinaries } from '../media/binaries.js';
-import { Metrics } from '../metrics/metrics.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { startMetricsServer, type MetricsServer } from '../metrics/server.js';
 import { RunWorker } from '../runs/worker.js';
 import { createStorage } from '../storage/create.js';
@@ -72,7 +72,9 @@ export async function startWorkerProcess(config: Config, logger: Logger): Promis
   try {
     const tools = createToolRegistry();
     const metrics =
-      config.metrics.port === null ? undefined : new Metrics({ db: database.db, logger, toolIds: tools.listed().map((t) => t.id) });
+      config.metrics.port === null
+        ? undefined
+        : new (await import('../metrics/metrics.js')).Metrics({ db: database.db, logger, toolIds: tools.listed().map((t) => t.id) });
     background = await startBackgroundWork({
       config,
       db: database.db,

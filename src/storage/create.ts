@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import type { Queryable } from '../db/pool.js';
 import { LocalStorage } from './local.js';
-import { S3Storage } from './s3.js';
 import { UrlSigner } from './signing.js';
 import type { Storage } from './storage.js';
 
@@ -21,6 +20,7 @@ export async function loadUrlSigningKey(db: Queryable): Promise<Buffer> {
 }
 
 export async function createStorage(config: Config, db: Queryable): Promise<Storage> {
-  if (config.storage.kind === 's3') return new S3Storage(config.storage);
+  // Loaded only for S3 deployments: the AWS SDK costs about 8 MiB of memory in every process.
+  if (config.storage.kind === 's3') return new (await import('./s3.js')).S3Storage(config.storage);
   return new LocalStorage(config.storage.root, config.publicBaseUrl, new UrlSigner(await loadUrlSigningKey(db)));
 }
