@@ -138,7 +138,9 @@ async function killMidRun(
   assert.deepEqual(stored, recorded, 'storage holds exactly the recorded outputs: nothing of the killed attempt');
   // The dead worker could not remove its working directory (the replacement removed its own).
   // An orphaned ffmpeg would have finished its output there; it was killed with its worker.
-  const left = fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith(`toolrun-run-${runId}-`));
+  const leftNow = () => fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith(`toolrun-run-${runId}-`));
+  // The replacement removes its own directory just after it settles the run: wait for that.
+  const left = opts.ffmpeg ? await waitFor('the replacement to remove its working directory', async () => (leftNow().length <= 1 ? leftNow() : undefined), 15_000) : leftNow();
   if (opts.ffmpeg) {
     assert.equal(left.length, 1, 'the dead worker left its working directory');
     const dir = path.join(os.tmpdir(), left[0]!);
