@@ -5,25 +5,14 @@
  * the sources through tsx instead (what tests and development use).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freshBuild } from '../../scripts/build-state.js';
+import { freePort } from '../../src/service/serve.js';
 import { procRssBytes } from './upload-io.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 export interface NpmStartRss {
   /** Whether bin/toolrun.js ran the compiled build (false: the sources through tsx). */
@@ -37,7 +26,7 @@ export async function npmStartIdleRss(opts: { databaseUrl: string; key: string; 
   const build = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'build.js')], { cwd: ROOT, encoding: 'utf8' });
   if (build.status !== 0) throw new Error(`scripts/build.js failed: ${build.stderr}`);
   const compiled = freshBuild(ROOT) !== null;
-  const port = await freePort();
+  const port = await freePort('127.0.0.1');
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
   const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'toolrun.js'), 'serve'], {
     cwd: ROOT,

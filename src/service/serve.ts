@@ -18,7 +18,8 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-async function freePort(host: string): Promise<number> {
+/** A port nothing listens on right now, on this host. */
+export async function freePort(host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();

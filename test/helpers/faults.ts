@@ -7,8 +7,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Queryable } from '../../src/db/pool.js';
 import { ledgerDrift } from '../../src/sparks/ledger.js';
-import { bearer } from './fixtures.js';
+import { callApi } from './fixtures.js';
 import { CliProcess, cliEnv } from './process.js';
+import { putPart, type Upload } from './uploads.js';
 
 /** A JSON API call over a real socket; the body is parsed when there is one. */
 export async function api<T = Record<string, unknown>>(
@@ -19,19 +20,14 @@ export async function api<T = Record<string, unknown>>(
   body?: unknown,
   headers: Record<string, string> = {},
 ): Promise<{ status: number; headers: Headers; body: T }> {
-  const res = await fetch(`${baseUrl}${url}`, {
-    method,
-    headers: { ...bearer(key), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(60_000),
-  });
+  const res = await callApi(baseUrl, key, method, url, body, headers, { timeoutMs: 60_000 });
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : null) as T };
 }
 
 /** Uploads and completes a file through the three-step flow; asserts it is ready and returns its id. */
 export async function uploadReadyFile(baseUrl: string, key: string, bytes: Buffer, name: string, mime: string): Promise<string> {
-  const up = await api<{ file_id: string; upload_id: string; part_size_bytes: number; parts: { part_number: number; url: string }[] }>(
+  const up = await api<Upload>(
     baseUrl,
     key,
     'POST',
@@ -40,12 +36,7 @@ export async function uploadReadyFile(baseUrl: string, key: string, bytes: Buffe
   );
   assert.equal(up.status, 201, JSON.stringify(up.body));
   const parts = [];
-  for (const p of up.body.parts) {
-    const chunk = bytes.subarray((p.part_number - 1) * up.body.part_size_bytes, p.part_number * up.body.part_size_bytes);
-    const r = await fetch(p.url, { method: 'PUT', body: Uint8Array.from(chunk) });
-    assert.equal(r.status, 200, await r.text());
-    parts.push({ part_number: p.part_number, etag: r.headers.get('etag') ?? '' });
-  }
+  for (const p of up.body.parts) parts.push({ part_number: p.part_number, etag: await putPart(up.body, bytes, p.part_number) });
   const done = await api<{ status: string }>(baseUrl, key, 'POST', `/v1/files/${up.body.file_id}/complete`, { upload_id: up.body.upload_id, parts });
   assert.equal(done.status, 200, JSON.stringify(done.body));
   assert.equal(done.body.status, 'ready', `${name} is ready`);

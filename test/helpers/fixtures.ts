@@ -43,10 +43,12 @@ export function callApi(
   url: string,
   body?: unknown,
   headers: Record<string, string> = {},
+  opts: { timeoutMs?: number } = {},
 ): Promise<Response> {
   return fetch(`${baseUrl}${url}`, {
     method,
     headers: { ...bearer(key), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
+    ...(opts.timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(opts.timeoutMs) }),
   });
 }
