@@ -9,11 +9,9 @@
  * BENCH_WARMUP (s, 3), BENCH_ROUNDS (3), BENCH_CONNECTIONS (50), BENCH_PIPELINING (1),
  * BENCH_LOG_LEVEL (the API's LOG_LEVEL, warn), BENCH_PROBE=0 to skip the SQL-only diagnostic.
  */
-import os from 'node:os';
-import path from 'node:path';
 import autocannon from 'autocannon';
 import { createLogger } from '../src/logger.js';
-import { startServerChild, type ServerChild } from './lib/children.js';
+import { startApiChild, startServerChild, type ServerChild } from './lib/children.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { npmStartIdleRss, type NpmStartRss } from './lib/npm-start.js';
 import { probeAuthQuery, type ProbeResult } from './lib/pg-probe.js';
@@ -126,16 +124,7 @@ async function main(): Promise<void> {
     process.stdout.write(`setting up the database and the two servers (${loadBefore.text})...\n`);
     database = await setupBenchDatabase(logger);
     const auth = { authorization: `Bearer ${database.key}` };
-    const api = await startServerChild('api', 'api', {
-      ...process.env,
-      DATABASE_URL: database.url,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      LOG_LEVEL: settings.apiLogLevel,
-      TOOLRUN_ENV: 'development',
-      TOOLRUN_DEMO_SEED: '0',
-      TOOLRUN_DATA_DIR: path.join(os.tmpdir(), 'toolrun-bench-unused'),
-    });
+    const api = await startApiChild(database.url, settings.apiLogLevel);
     children.push(api);
     const meBody = await fetchJson(`${api.url}/v1/me`, auth);
     const bare = await startServerChild('bare', 'bare', { ...process.env, BENCH_BODY: meBody });

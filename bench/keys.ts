@@ -23,10 +23,8 @@
  */
 import { randomInt } from 'node:crypto';
 import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
 import { createLogger } from '../src/logger.js';
-import { startServerChild, type ServerChild } from './lib/children.js';
+import { startApiChild, type ServerChild } from './lib/children.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { compactSamples, envInt, envNum, errorText, figure, finish, fmt, loadNote, machine, median, percentile, sleep, table, watchdog, type BenchResult, type Figure } from './lib/report.js';
 
@@ -176,16 +174,7 @@ async function main(): Promise<void> {
     const loadBefore = loadNote();
     process.stdout.write(`setting up the database and the API server (${loadBefore.text})...\n`);
     database = await setupBenchDatabase(logger);
-    api = await startServerChild('api', 'api', {
-      ...process.env,
-      DATABASE_URL: database.url,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      LOG_LEVEL: settings.apiLogLevel,
-      TOOLRUN_ENV: 'development',
-      TOOLRUN_DEMO_SEED: '0',
-      TOOLRUN_DATA_DIR: path.join(os.tmpdir(), 'toolrun-bench-unused'),
-    });
+    api = await startApiChild(database.url, settings.apiLogLevel);
     const url = new URL('/v1/me', api.url);
     const valid = database.key;
 

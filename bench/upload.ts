@@ -28,7 +28,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../src/logger.js';
-import { startServerChild, type ServerChild } from './lib/children.js';
+import { startApiChild, type ServerChild } from './lib/children.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { compactSamples, envInt, errorText, figure, finish, loadNote, machine, median, MIB, type BenchResult } from './lib/report.js';
 import { uploadOnce, type UploadRun } from './lib/upload-client.js';
@@ -72,14 +72,7 @@ async function main(): Promise<void> {
     const loadNoteBefore = loadNote();
     process.stdout.write(`setting up the database and the API server (${loadNoteBefore.text})...\n`);
     database = await setupBenchDatabase(logger);
-    child = await startServerChild('api', 'api', {
-      ...process.env,
-      DATABASE_URL: database.url,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      LOG_LEVEL: settings.apiLogLevel,
-      TOOLRUN_ENV: 'development',
-      TOOLRUN_DEMO_SEED: '0',
+    child = await startApiChild(database.url, settings.apiLogLevel, {
       TOOLRUN_DATA_DIR: dataDir,
       TOOLRUN_STORAGE: 'local',
       TOOLRUN_PART_SIZE_BYTES: String(settings.partBytes),

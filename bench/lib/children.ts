@@ -2,6 +2,8 @@
  * bench/server.ts as a child process of bench/http.ts and bench/upload.ts (forked through tsx
  * like the other bench children, bench/lib/app-children.ts), with its memory read from /proc.
  */
+import os from 'node:os';
+import path from 'node:path';
 import type { ChildMessage, ParentMessage } from '../server.js';
 import { forkChild } from './app-children.js';
 import { procRssBytes } from './upload-io.js';
@@ -41,4 +43,22 @@ export async function startServerChild(name: string, mode: 'api' | 'bare', env: 
     },
     stop: () => child.stop(),
   };
+}
+
+/**
+ * The real API (bench/server.ts in api mode) on a bench database: any free loopback port, no demo
+ * team, the given log level; `env` adds or overrides settings (data directory, storage, ...).
+ */
+export function startApiChild(databaseUrl: string, logLevel: string, env: NodeJS.ProcessEnv = {}): Promise<ServerChild> {
+  return startServerChild('api', 'api', {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: logLevel,
+    TOOLRUN_ENV: 'development',
+    TOOLRUN_DEMO_SEED: '0',
+    TOOLRUN_DATA_DIR: path.join(os.tmpdir(), 'toolrun-bench-unused'),
+    ...env,
+  });
 }
