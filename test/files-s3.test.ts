@@ -7,7 +7,9 @@
 //   authentication middleware): a URL with a tampered X-Amz-Signature, or no signature at all, is
 //   accepted. It does check the access key id and the expiry (X-Amz-Date + X-Amz-Expires). So the
 //   tests below check the signature of our part URLs themselves (an independent SigV4 verifier),
-//   and let s3rver refuse what it can: an unknown access key and an expired URL.
+//   and let s3rver refuse what it can: an unknown access key and an expired URL. For the same
+//   reason it takes a part body larger than the Content-Length each part URL signs (AWS and MinIO
+//   answer 403 SignatureDoesNotMatch): the verifier shows that such a request does not verify.
 // - ListParts answers 405 MethodNotAllowed, so S3Storage.listParts returns null ("cannot list") and
 //   completion checks only what it can without it: the part numbers before completing, the
 //   assembled size after. A full S3 (AWS, MinIO) lists parts, so checkParts also names a wrong
@@ -123,11 +125,15 @@ function rfc3986(s: string): string {
 }
 
 /**
- * An independent SigV4 check of a presigned S3 URL (query-string auth, only `host` signed, unsigned
- * payload): what AWS and MinIO verify and s3rver does not.
+ * An independent SigV4 check of a presigned S3 URL (query-string auth, unsigned payload) for a
+ * request with these headers besides `host`: what AWS and MinIO verify and s3rver does not.
  */
-function presignedSignatureValid(method: string, url: URL, secret: string): boolean {
+function presignedSignatureValid(method: string, url: URL, secret: string, headers: Record<string, string> = {}): boolean {
   const q = url.searchParams;
+  const signed = { ...headers, host: url.host };
+  const names = (q.get('X-Amz-SignedHeaders') ?? '').split(';');
+  if (names.some((n) => !(n in signed))) return false;
+  const canonicalHeaders = names.map((n) => `${n}:${signed[n as keyof typeof signed]}\n`).join('');
   const credential = q.get('X-Amz-Credential') ?? '';
   const [, date, region, service, terminator] = credential.split('/');
   if (!date || !region || !service || terminator !== 'aws4_request') return false;
@@ -136,7 +142,7 @@ function presignedSignatureValid(method: string, url: URL, secret: string): bool
     .map(([k, v]) => `${rfc3986(k)}=${rfc3986(v)}`)
     .sort()
     .join('&');
-  const canonical = [method, url.pathname, query, `host:${url.host}\n`, 'host', 'UNSIGNED-PAYLOAD'].join('\n');
+  const canonical = [method, url.pathname, query, canonicalHeaders, names.join(';'), 'UNSIGNED-PAYLOAD'].join('\n');
   const stringToSign = [
     'AWS4-HMAC-SHA256',
     q.get('X-Amz-Date') ?? '',
@@ -321,8 +327,9 @@ describe('S3 backend: uploads through presigned part URLs', () => {
 
 describe('S3 backend: completion errors', () => {
   test('fewer bytes than size_bytes: 422 size_mismatch on ["body","parts"]', async () => {
-    // s3rver cannot list parts, so the shortfall is seen in the assembled object. (With ListParts,
-    // as on AWS or MinIO, checkParts names the short part instead: ["body","parts",i].)
+    // s3rver cannot list parts, so the shortfall is seen in the assembled object. (On AWS or MinIO
+    // the short part's PUT is refused already, as its URL signs the exact Content-Length; and with
+    // ListParts, checkParts would name a short part: ["body","parts",i].)
     const short = png.subarray(0, png.length - 10);
     const upload = await startUpload(png.length, 'short.png', 'image/png');
     assert.equal(Math.ceil(short.length / PART), upload.parts.length);
@@ -373,14 +380,14 @@ describe('S3 backend: completion errors', () => {
 describe('S3 backend: presigned URLs', () => {
   test('part URLs are plain SigV4 presigned UploadParts that a tampered copy would not pass', async () => {
     const upload = await startUpload(png.length, 'signed.png', 'image/png');
-    for (const p of upload.parts) {
+    for (const [i, p] of upload.parts.entries()) {
       const u = new URL(p.url);
-      // Only the host is signed and the payload is unsigned, so a plain PUT of any bytes fits; and no
-      // SDK checksum of the (empty, at signing time) body is baked in: servers that honour
-      // x-amz-checksum-crc32=AAAAAA== (R2, SeaweedFS, reportedly AWS) would refuse every real part.
-      // s3rver ignores it, so this is checked on the URL itself.
+      // The host and the part's Content-Length are signed and the payload is unsigned, so a plain
+      // PUT of the part's bytes fits; and no SDK checksum of the (empty, at signing time) body is
+      // baked in: servers that honour x-amz-checksum-crc32=AAAAAA== (R2, SeaweedFS, reportedly AWS)
+      // would refuse every real part. s3rver ignores it, so this is checked on the URL itself.
       assert.equal(u.searchParams.get('X-Amz-Algorithm'), 'AWS4-HMAC-SHA256');
-      assert.equal(u.searchParams.get('X-Amz-SignedHeaders'), 'host');
+      assert.equal(u.searchParams.get('X-Amz-SignedHeaders'), 'content-length;host');
       assert.equal(u.searchParams.get('X-Amz-Content-Sha256'), 'UNSIGNED-PAYLOAD');
       assert.match(u.searchParams.get('X-Amz-Credential') ?? '', new RegExp(`^${ACCESS_KEY}/\\d{8}/${REGION}/s3/aws4_request$`));
       assert.deepEqual(
@@ -388,7 +395,8 @@ describe('S3 backend: presigned URLs', () => {
         [],
         `checksum parameters in ${p.url}`,
       );
-      assert.equal(presignedSignatureValid('PUT', u, SECRET_KEY), true, `bad signature: ${p.url}`);
+      const size = Math.min(PART, png.length - i * PART);
+      assert.equal(presignedSignatureValid('PUT', u, SECRET_KEY, { 'content-length': String(size) }), true, `bad signature: ${p.url}`);
     }
     const url = new URL(upload.parts[0]?.url ?? '');
     const tampered = (change: (u: URL) => void): URL => {
@@ -404,11 +412,12 @@ describe('S3 backend: presigned URLs', () => {
       'a longer life': tampered((u) => u.searchParams.set('X-Amz-Expires', '604800')),
       'another key': tampered((u) => (u.pathname = u.pathname.replace(upload.file_id, '00000000-0000-4000-8000-000000000000'))),
     };
+    const length = { 'content-length': String(PART) };
     for (const [what, u] of Object.entries(variants)) {
-      assert.equal(presignedSignatureValid('PUT', u, SECRET_KEY), false, `${what}: still verifies`);
+      assert.equal(presignedSignatureValid('PUT', u, SECRET_KEY, length), false, `${what}: still verifies`);
     }
     // The same URL for another method (a GET of the object) does not verify either.
-    assert.equal(presignedSignatureValid('GET', url, SECRET_KEY), false);
+    assert.equal(presignedSignatureValid('GET', url, SECRET_KEY, length), false);
 
     // What s3rver itself refuses: a credential it does not know...
     const unknownKey = tampered((u) =>
@@ -421,10 +430,35 @@ describe('S3 backend: presigned URLs', () => {
     await putPart(upload, png, 1);
   });
 
+  test('each part URL signs its exact Content-Length (the last: the remainder), so S3 refuses any other body', async () => {
+    const upload = await startUpload(png.length, 'exact.png', 'image/png');
+    const n = upload.parts.length;
+    const last = png.length - (n - 1) * PART;
+    assert.ok(last > 0 && last < PART, `the test PNG must end in a short part (${png.length} bytes)`);
+    for (const [i, p] of upload.parts.entries()) {
+      const u = new URL(p.url);
+      const exact = i + 1 < n ? PART : last;
+      const verifies = (length?: number) =>
+        presignedSignatureValid('PUT', u, SECRET_KEY, length === undefined ? {} : { 'content-length': String(length) });
+      assert.equal(u.searchParams.get('X-Amz-SignedHeaders'), 'content-length;host');
+      assert.equal(verifies(exact), true, `part ${i + 1} is not signed for ${exact} bytes`);
+      // What AWS and MinIO answer 403 SignatureDoesNotMatch before storing a byte (s3rver checks no
+      // SigV4 signature, so it would take these: see the top of this file).
+      assert.equal(verifies(exact + 1), false, `part ${i + 1} verifies with one byte more`);
+      assert.equal(verifies(exact - 1), false, `part ${i + 1} verifies with one byte less`);
+      assert.equal(verifies(), false, `part ${i + 1} verifies without a Content-Length`);
+    }
+    // Plain PUTs of each part's bytes (fetch sends their Content-Length) are taken and complete.
+    const res = await complete(upload, await uploadAll(upload, png));
+    assert.equal(res.status, 200, await res.clone().text());
+    assert.deepEqual(await res.json(), { object: 'file', id: upload.file_id, status: 'ready' });
+    assert.ok((await readObject(objectKey(upload.file_id))).equals(png));
+  });
+
   test('an expired part URL is refused by s3rver', async () => {
     const upload = await startUpload(png.length, 'late.png', 'image/png');
     // The service signs part URLs for at least 60 s; the storage signs one for 1 s here.
-    const url = await s.storage.partUrl(`files/${team.teamId}/${upload.file_id}`, upload.upload_id, 1, 1);
+    const url = await s.storage.partUrl(`files/${team.teamId}/${upload.file_id}`, upload.upload_id, { partNumber: 1, sizeBytes: PART }, 1);
     assert.equal(new URL(url).searchParams.get('X-Amz-Expires'), '1');
     const refused = await pollUntil('the 1 s part URL expires', 10_000, async () => {
       const res = await fetch(url, { method: 'PUT', body: Uint8Array.from(png.subarray(0, PART)) });

@@ -4,7 +4,7 @@ import type { Db } from '../db/pool.js';
 import { ApiError, invalidRequest, type FieldError } from '../http/errors.js';
 import type { MediaBinaries } from '../media/binaries.js';
 import { probeStored } from '../media/probe.js';
-import { normalizeEtag, type Storage, type StoredPart } from '../storage/storage.js';
+import { normalizeEtag, PartChangedError, type Storage, type StoredPart } from '../storage/storage.js';
 import { insertFile, lockTeamFile, markExpired, recordProbe, type FileRow } from './repository.js';
 import type { CompleteBody, FileResource, FileUpload, UploadUrlBody } from './schemas.js';
 
@@ -53,7 +53,13 @@ export async function startUpload(deps: FilesDeps, auth: { teamId: string; keyId
   const parts = await Promise.all(
     Array.from({ length: partCount }, async (_, i) => ({
       part_number: i + 1,
-      url: await storage.partUrl(storageKey, uploadId, i + 1, ttl),
+      // Each URL is for the part's exact size (the last: the remainder), where storage can bind it.
+      url: await storage.partUrl(
+        storageKey,
+        uploadId,
+        { partNumber: i + 1, sizeBytes: Math.min(partSize, body.size_bytes - i * partSize) },
+        ttl,
+      ),
     })),
   );
   return { object: 'file_upload', file_id: id, upload_id: uploadId, part_size_bytes: partSize, parts, expires_in_seconds: ttl };
@@ -131,8 +137,19 @@ export async function completeUpload(deps: FilesDeps, teamId: string, fileId: st
           body.parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })),
         );
       } catch (err) {
-        // Backends that cannot list parts only tell us at completion that a part is wrong.
-        if (stored === null && (err as { name?: string }).name?.startsWith('InvalidPart')) {
+        if (err instanceof PartChangedError) {
+          const i = body.parts.findIndex((p) => p.part_number === err.partNumber);
+          throw invalidRequest([
+            {
+              loc: ['body', 'parts', i, 'etag'],
+              message: `part ${err.partNumber} was PUT again while completing; send the ETag its last PUT returned`,
+              code: 'etag_mismatch',
+            },
+          ]);
+        }
+        // Backends that cannot list parts only tell us at completion that a part is wrong; those
+        // that can, when a part was PUT again after it was listed.
+        if ((err as { name?: string }).name?.startsWith('InvalidPart')) {
           throw invalidRequest([{ loc: ['body', 'parts'], message: 'a part or its ETag does not match what was uploaded', code: 'etag_mismatch' }]);
         }
         throw err;

@@ -4,7 +4,8 @@ import fs from 'node:fs/promises';
 import type { HttpTimeoutsConfig } from '../config/config.js';
 import { ApiError, envelope } from '../http/errors.js';
 import { boundedBody } from '../http/limits.js';
-import { LocalStorage, PartTooLargeError, UploadNotFoundError } from './local.js';
+import { LocalStorage, UploadNotFoundError } from './local.js';
+import { PartTooLargeError } from './local-parts.js';
 
 function refuse(request: FastifyRequest, reply: FastifyReply, err: ApiError): FastifyReply {
   return reply.status(err.status).header('X-Request-Id', request.id).send(envelope(err, request.id));

@@ -1,11 +1,10 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
+import { assembleParts, listPartFiles, writePartFile } from './local-parts.js';
 import { UrlSigner } from './signing.js';
-import { normalizeEtag, type LocalCopy, type Storage, type StoredPart } from './storage.js';
+import type { LocalCopy, Storage, StoredPart } from './storage.js';
 
 interface UploadMeta {
   key: string;
@@ -15,19 +14,12 @@ interface UploadMeta {
   sizeBytes?: number;
 }
 
-const PART_LINK = /^(\d+)\.([0-9a-f]{32})\.(\d+)\.[0-9a-f]+\.data$/;
-
-export class PartTooLargeError extends Error {
-  constructor(readonly limit: number) {
-    super(`part exceeds ${limit} bytes`);
-  }
-}
 export class UploadNotFoundError extends Error {}
 
 /**
- * Files on local disk under the data directory. Parts are written to a temporary file, then a
- * symlink named after the part number is atomically swapped to point at it; the link target
- * encodes the part's MD5 and size, so the last PUT wins and a listing never sees a half part.
+ * Files on local disk under the data directory. An upload is a directory holding its metadata and
+ * one file per part (see local-parts.ts: the last PUT of a part wins, and replaces the previous
+ * one at once); completion concatenates the parts into the object.
  */
 export class LocalStorage implements Storage {
   readonly kind = 'local' as const;
@@ -64,8 +56,9 @@ export class LocalStorage implements Storage {
     return uploadId;
   }
 
-  async partUrl(key: string, uploadId: string, partNumber: number, expiresInSeconds: number): Promise<string> {
-    return this.signer.sign('PUT', this.publicBaseUrl, `/storage/uploads/${uploadId}/parts/${partNumber}`, expiresInSeconds);
+  /** The part's size is not signed in: the upload's recorded sizes bound each part (partLimit). */
+  async partUrl(_key: string, uploadId: string, part: { partNumber: number }, expiresInSeconds: number): Promise<string> {
+    return this.signer.sign('PUT', this.publicBaseUrl, `/storage/uploads/${uploadId}/parts/${part.partNumber}`, expiresInSeconds);
   }
 
   private async uploadMeta(uploadId: string): Promise<UploadMeta> {
@@ -87,58 +80,28 @@ export class LocalStorage implements Storage {
   }
 
   /**
-   * Streams one part to disk (never buffering it whole) and returns its quoted MD5 ETag.
-   * A part may not be larger than partLimit(); a refused or failed part leaves nothing behind.
+   * Streams one part to disk and returns its quoted MD5 ETag; it replaces the part's previous
+   * version, whose bytes are deleted at once. A part may not be larger than partLimit(); a refused
+   * or failed part leaves nothing behind.
    */
   async writePart(uploadId: string, partNumber: number, body: Readable): Promise<string> {
     const maxBytes = await this.partLimit(uploadId, partNumber);
-    const partsDir = path.join(this.uploadDir(uploadId), 'parts');
-    const nonce = randomBytes(6).toString('hex');
-    const tmp = path.join(partsDir, `.${partNumber}.${nonce}.tmp`);
-    const md5 = createHash('md5');
-    let size = 0;
     try {
-      await pipeline(
-        body,
-        async function* (source: AsyncIterable<Buffer>) {
-          for await (const chunk of source) {
-            size += chunk.length;
-            if (size > maxBytes) throw new PartTooLargeError(maxBytes);
-            md5.update(chunk);
-            yield chunk;
-          }
-        },
-        createWriteStream(tmp, { highWaterMark: 1024 * 1024 }),
-      );
-      const digest = md5.digest('hex');
-      const dataName = `${partNumber}.${digest}.${size}.${nonce}.data`;
-      await fs.rename(tmp, path.join(partsDir, dataName));
-      const linkTmp = path.join(partsDir, `.${partNumber}.${nonce}.link`);
-      await fs.symlink(dataName, linkTmp);
-      await fs.rename(linkTmp, path.join(partsDir, String(partNumber)));
-      return `"${digest}"`;
+      return `"${await writePartFile(path.join(this.uploadDir(uploadId), 'parts'), partNumber, body, maxBytes)}"`;
     } catch (err) {
-      await fs.rm(tmp, { force: true });
+      // The upload was completed or expired while the part was arriving: its directory is gone.
+      if ((err as { code?: unknown }).code === 'ENOENT') throw new UploadNotFoundError(uploadId);
       throw err;
     }
   }
 
   async listParts(_key: string, uploadId: string): Promise<StoredPart[]> {
-    const partsDir = path.join(this.uploadDir(uploadId), 'parts');
-    let names: string[];
     try {
-      names = await fs.readdir(partsDir);
-    } catch {
-      throw new UploadNotFoundError(uploadId);
+      return await listPartFiles(path.join(this.uploadDir(uploadId), 'parts'));
+    } catch (err) {
+      if ((err as { code?: unknown }).code === 'ENOENT') throw new UploadNotFoundError(uploadId);
+      throw err;
     }
-    const parts: StoredPart[] = [];
-    for (const name of names) {
-      if (!/^\d+$/.test(name)) continue;
-      const target = await fs.readlink(path.join(partsDir, name)).catch(() => null);
-      const m = target ? PART_LINK.exec(target) : null;
-      if (m && m[2] && m[3]) parts.push({ partNumber: Number(name), etag: `"${m[2]}"`, size: Number(m[3]) });
-    }
-    return parts.sort((a, b) => a.partNumber - b.partNumber);
   }
 
   async completeUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void> {
@@ -146,31 +109,23 @@ export class LocalStorage implements Storage {
     const target = this.objectPath(key);
     await fs.mkdir(path.dirname(target), { recursive: true });
     const tmp = `${target}.${randomBytes(6).toString('hex')}.tmp`;
-    const files: string[] = [];
-    for (const part of [...parts].sort((a, b) => a.partNumber - b.partNumber)) {
-      const link = await fs.readlink(path.join(partsDir, String(part.partNumber)));
-      const m = PART_LINK.exec(link);
-      if (!m || m[2] !== normalizeEtag(part.etag)) throw new Error(`part ${part.partNumber} changed during completion`);
-      files.push(path.join(partsDir, link));
-    }
     try {
-      // One pipeline over all parts (not one per part onto a shared stream) with large writes.
-      await pipeline(
-        async function* () {
-          for (const file of files) yield* createReadStream(file, { highWaterMark: 1024 * 1024 });
-        },
-        createWriteStream(tmp, { highWaterMark: 1024 * 1024 }),
-      );
+      await assembleParts(partsDir, parts, tmp);
       await fs.rename(tmp, target);
     } catch (err) {
       await fs.rm(tmp, { force: true });
       throw err;
     }
-    await fs.rm(this.uploadDir(uploadId), { recursive: true, force: true });
+    await this.removeUpload(uploadId);
+  }
+
+  /** A part PUT still arriving may add a file while the directory is being removed: try again. */
+  private async removeUpload(uploadId: string): Promise<void> {
+    await fs.rm(this.uploadDir(uploadId), { recursive: true, force: true, maxRetries: 5 });
   }
 
   async abortUpload(_key: string, uploadId: string): Promise<void> {
-    await fs.rm(this.uploadDir(uploadId), { recursive: true, force: true });
+    await this.removeUpload(uploadId);
   }
 
   async downloadUrl(key: string, opts: { expiresInSeconds: number; fileName: string; contentType: string }): Promise<string> {

@@ -83,10 +83,21 @@ export class S3Storage implements Storage {
     return out.UploadId;
   }
 
-  async partUrl(key: string, uploadId: string, partNumber: number, expiresInSeconds: number): Promise<string> {
+  /**
+   * Content-Length is signed in (X-Amz-SignedHeaders=content-length;host), so S3 refuses a body of
+   * any other length (SignatureDoesNotMatch, 403) before storing it: one part URL cannot hold more
+   * than its part. Browsers and fetch send Content-Length for a byte body, so plain PUTs still fit.
+   */
+  async partUrl(key: string, uploadId: string, part: { partNumber: number; sizeBytes: number }, expiresInSeconds: number): Promise<string> {
     return getSignedUrl(
       this.client,
-      new UploadPartCommand({ Bucket: this.opts.bucket, Key: this.k(key), UploadId: uploadId, PartNumber: partNumber }),
+      new UploadPartCommand({
+        Bucket: this.opts.bucket,
+        Key: this.k(key),
+        UploadId: uploadId,
+        PartNumber: part.partNumber,
+        ContentLength: part.sizeBytes,
+      }),
       { expiresIn: expiresInSeconds },
     );
   }

@@ -18,9 +18,14 @@ export interface Storage {
   readonly kind: 'local' | 's3';
   /** sizeBytes: the file's declared size, so a backend that takes the parts itself can bound each. */
   createUpload(key: string, contentType: string, partSizeBytes: number, sizeBytes?: number): Promise<string>;
-  partUrl(key: string, uploadId: string, partNumber: number, expiresInSeconds: number): Promise<string>;
+  /**
+   * The URL part n is PUT to. `sizeBytes` is that part's exact size (the last part: the remainder),
+   * so a backend that cannot bound the body itself (S3) can have the URL refuse any other length.
+   */
+  partUrl(key: string, uploadId: string, part: { partNumber: number; sizeBytes: number }, expiresInSeconds: number): Promise<string>;
   /** Parts stored so far, or null when the backend cannot list them (then completion checks less). */
   listParts(key: string, uploadId: string): Promise<StoredPart[] | null>;
+  /** Throws PartChangedError when a listed part is no longer the one stored (replaced meanwhile). */
   completeUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void>;
   abortUpload(key: string, uploadId: string): Promise<void>;
   downloadUrl(key: string, opts: { expiresInSeconds: number; fileName: string; contentType: string }): Promise<string>;
@@ -38,4 +43,14 @@ export interface Storage {
 /** S3-style ETags are quoted; clients may send them with or without the quotes. */
 export function normalizeEtag(etag: string): string {
   return etag.trim().replace(/^W\//, '').replace(/^"+|"+$/g, '').toLowerCase();
+}
+
+/**
+ * A part was PUT again after completion had checked it, so what storage holds no longer has the
+ * ETag completion was given. Nothing was assembled; completing with the new ETag works.
+ */
+export class PartChangedError extends Error {
+  constructor(readonly partNumber: number) {
+    super(`part ${partNumber} changed during completion`);
+  }
 }
