@@ -192,6 +192,43 @@ describe('webhook endpoints: create, list, update, delete', () => {
     }
   });
 
+  test('a name that does not resolve and one that resolves to an internal address are refused alike; the log says which', async () => {
+    const team = await webhookTeam(database.db);
+    const refusedLines = () => pub.logs.lines.map((l) => JSON.parse(l) as { msg: string; cause?: string }).filter((l) => l.msg === 'outbound host refused');
+    const seen = refusedLines().length;
+    const messages: string[] = [];
+    for (const host of ['does-not-exist.invalid', 'localhost']) {
+      const res = await req(pub, team.key, 'POST', '/v1/webhook-endpoints', { url: `https://${host}/hooks` });
+      assertFieldErrors(res, [{ loc: ['body', 'url'], code: 'url_not_public' }]);
+      messages.push(assertError(res, 422, 'invalid_request').errors?.[0]?.message.replace(host, '<host>') ?? '');
+    }
+    assert.deepEqual(messages, ['must be on a public host: the host <host> does not resolve to a public address', 'must be on a public host: the host <host> does not resolve to a public address']);
+
+    // A ping to endpoints stored around the API (as if DNS had changed since they were made).
+    const errors: string[] = [];
+    for (const host of ['does-not-exist.invalid', 'localhost']) {
+      const id = randomUUID();
+      await database.db.pool.query(
+        `INSERT INTO webhook_endpoints (id, team_id, url, events, signing_secret) VALUES ($1::uuid, $2::uuid, $3::text, $4::text[], 'whsec_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx')`,
+        [id, team.teamId, `https://${host}/hooks`, ALL_EVENTS],
+      );
+      const ping = await req(pub, team.key, 'POST', `/v1/webhook-endpoints/${id}/test`);
+      assert.equal(ping.statusCode, 200, ping.body);
+      errors.push(String(ping.json<{ error: string | null }>().error).replace(host, '<host>'));
+    }
+    assert.deepEqual(errors, ['the host <host> does not resolve to a public address', 'the host <host> does not resolve to a public address']);
+
+    assert.deepEqual(
+      refusedLines().slice(seen).map((l) => l.cause),
+      [
+        'the host does-not-exist.invalid does not resolve (A: ENOTFOUND, AAAA: ENOTFOUND)',
+        'the host localhost resolves to 127.0.0.1, ::1: private, loopback or reserved',
+        'the host does-not-exist.invalid does not resolve (A: ENOTFOUND, AAAA: ENOTFOUND)',
+        'the host localhost resolves to 127.0.0.1, ::1: private, loopback or reserved',
+      ],
+    );
+  });
+
   test('at most 10 endpoints per team, also under concurrent creates; deleted ones do not count', async () => {
     const team = await webhookTeam(database.db);
     const created: EndpointJson[] = [];
@@ -364,7 +401,7 @@ describe('webhook deliveries: SSRF', () => {
     assert.equal(ping.statusCode, 200, ping.body);
     const pinged = ping.json<{ delivered: boolean; response_code: number | null; error: string | null }>();
     assert.deepEqual([pinged.delivered, pinged.response_code], [false, null]);
-    assert.match(String(pinged.error), /private, loopback or reserved/);
+    assert.equal(pinged.error, `the host 127.0.0.1 does not resolve to a public address`);
     await startWebhookWorker(pub);
     const runs = await new Runs(pub, team.key).init();
     await runs.canceled();
@@ -375,7 +412,7 @@ describe('webhook deliveries: SSRF', () => {
       });
       assert.equal(attempts.length, 1);
       assert.equal(attempts[0]?.status_code, null);
-      assert.match(String(attempts[0]?.error), /private, loopback or reserved/);
+      assert.match(String(attempts[0]?.error), /^the host \S+ does not resolve to a public address$/);
     }
     assert.equal(r.requests.length, 0, 'nothing reached the receiver');
   });
