@@ -99,10 +99,11 @@ describe('address rules', () => {
 
 describe('outbound requests', () => {
   test('names that resolve to loopback are refused unless private networks are allowed', async () => {
-    await refused(vetHost('localhost', false), 'url_not_public');
-    await refused(vetHost('127.0.0.1', false), 'url_not_public');
-    await refused(vetHost('[::1]', false), 'url_not_public');
-    assert.equal((await vetHost('127.0.0.1', true)).address, '127.0.0.1');
+    const vet = (allowPrivate: boolean) => ({ allowPrivate, signal: AbortSignal.timeout(2000), timeoutMs: 2000 });
+    await refused(vetHost('localhost', vet(false)), 'url_not_public');
+    await refused(vetHost('127.0.0.1', vet(false)), 'url_not_public');
+    await refused(vetHost('[::1]', vet(false)), 'url_not_public');
+    assert.equal((await vetHost('127.0.0.1', vet(true))).address, '127.0.0.1');
     await refused(outboundRequest(`http://localhost:${port}/ok`, opts({ allowAddress: undefined })), 'url_not_public');
   });
 

@@ -432,13 +432,25 @@ describe('brand_kit_extract through the API and a real worker', () => {
 
   test('private networks not allowed: a loopback url fails the run clearly and releases the hold', async () => {
     const before = await closed.sparks();
-    for (const url of [`${site.url}/`, `http://localhost:${site.port}/`]) {
-      const run = await closed.runToEnd({ url, save: true });
+    // A name that does not resolve reads exactly like one that resolves inside; the log says which.
+    const hosts = ['127.0.0.1', 'localhost', 'does-not-exist.invalid'];
+    const refused = () => closed.s.logs.lines.map((l) => JSON.parse(l) as { msg: string; cause?: string }).filter((l) => l.msg === 'outbound host refused');
+    const seen = refused().length;
+    for (const host of hosts) {
+      const run = await closed.runToEnd({ url: `http://${host}:${site.port}/`, save: true });
       assert.equal(run.status, 'failed');
-      assert.match(run.error ?? '', /^The url is not public: the host (127\.0\.0\.1|localhost) resolves to a private, loopback or reserved address/);
+      assert.equal(run.error, `The url is not public: the host ${host} does not resolve to a public address. Only pages on the public internet can be read.`);
       assert.equal(run.cost_sparks, 0);
       assert.deepEqual(run.outputs, []);
     }
+    assert.deepEqual(
+      refused().slice(seen).map((l) => l.cause),
+      [
+        'the host 127.0.0.1 resolves to 127.0.0.1: private, loopback or reserved',
+        'the host localhost resolves to 127.0.0.1, ::1: private, loopback or reserved',
+        'the host does-not-exist.invalid does not resolve (A: ENOTFOUND, AAAA: ENOTFOUND)',
+      ],
+    );
     assert.equal(await closed.sparks(), before);
     assert.deepEqual(await ledgerDrift(closed.s.database.db.pool), []);
     const { rows } = await closed.s.database.db.pool.query('SELECT 1 FROM brand_kits');

@@ -1,37 +1,51 @@
-import dns from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import type { LookupFunction } from 'node:net';
 import type { Readable, Transform } from 'node:stream';
 import zlib from 'node:zlib';
+import type { Logger } from 'pino';
 import { isPublicAddress } from './addresses.js';
+import { resolveHost, type ResolvedAddress, type ResolverFactory } from './resolve.js';
 
 export type OutboundErrorCode =
   | 'bad_url'
+  /** The host has no address, or one that is not public: one code, so callers cannot tell which. */
   | 'url_not_public'
-  | 'dns_failed'
   | 'connection_failed'
   | 'timeout'
   | 'too_large'
   | 'too_many_redirects'
   | 'bad_encoding';
 
-/** Why an outbound request was refused or failed; `message` is fit to show a user. */
+/**
+ * Why an outbound request was refused or failed. `message` is fit to show a user; `detail` is for
+ * the log only: where the message is kept vague on purpose (a name that does not resolve reads
+ * like one that resolves to an internal address, so callers cannot map internal names), it says
+ * which it was.
+ */
 export class OutboundError extends Error {
+  readonly detail: string;
+
   constructor(
     readonly code: OutboundErrorCode,
     message: string,
+    detail?: string,
   ) {
     super(message);
     this.name = 'OutboundError';
+    this.detail = detail ?? message;
   }
+}
+
+/** Logs the specific cause behind a refusal whose message does not say it; other errors are not logged here. */
+export function logRefusal(logger: Pick<Logger, 'warn'>, err: unknown, fields: Record<string, unknown> = {}): void {
+  if (err instanceof OutboundError && err.code === 'url_not_public') logger.warn({ ...fields, cause: err.detail }, 'outbound host refused');
 }
 
 export interface OutboundOptions {
   /** Tests only (refused in production by the config): lets loopback and private hosts through. */
   allowPrivate: boolean;
-  /** Whole request, redirects included. */
+  /** Whole request, DNS and redirects included. */
   timeoutMs: number;
   maxBytes: number;
   /** 0: a redirect is returned as the response, never followed. */
@@ -46,6 +60,8 @@ export interface OutboundOptions {
   truncateAt?: number;
   /** Replaces the public-address rule (tests: allow one loopback address, refuse the rest). */
   allowAddress?: (ip: string) => boolean;
+  /** The DNS resolver for each host name (default: c-ares on the system's servers). */
+  resolver?: ResolverFactory;
 }
 
 export interface OutboundResponse {
@@ -58,26 +74,43 @@ export interface OutboundResponse {
   address: string;
 }
 
-/** Resolves the host and vets every address; returns the one to connect to. */
-export async function vetHost(
-  hostname: string,
-  allowPrivate: boolean,
-  allowAddress: (ip: string) => boolean = isPublicAddress,
-): Promise<{ address: string; family: number }> {
+export interface VetOptions {
+  allowPrivate: boolean;
+  allowAddress?: ((ip: string) => boolean) | undefined;
+  resolver?: ResolverFactory | undefined;
+  /** Stops the resolution (the request's deadline); an abort is a `timeout`. */
+  signal: AbortSignal;
+  /** For the timeout message. */
+  timeoutMs: number;
+}
+
+const timedOut = (ms: number) => new OutboundError('timeout', `no complete answer within ${ms} ms`);
+
+/** Resolves the host and vets every address; returns the one to connect to (IPv4 first). */
+export async function vetHost(hostname: string, opts: VetOptions): Promise<ResolvedAddress> {
   const bare = hostname.replace(/^\[|\]$/g, '');
-  let addresses: { address: string; family: number }[];
-  if (net.isIP(bare)) addresses = [{ address: bare, family: net.isIP(bare) }];
-  else {
-    try {
-      addresses = await dns.lookup(bare, { all: true, verbatim: true });
-    } catch {
-      throw new OutboundError('dns_failed', `the host ${bare} does not resolve`);
-    }
+  const refused = new OutboundError('url_not_public', `the host ${bare} does not resolve to a public address`);
+  const outcome = await resolveHost(bare, opts.signal, opts.resolver);
+  switch (outcome.kind) {
+    case 'aborted':
+      throw timedOut(opts.timeoutMs);
+    case 'timeout':
+      throw new OutboundError('timeout', `the host ${bare} did not resolve in time`);
+    case 'none':
+      throw new OutboundError(refused.code, refused.message, `the host ${bare} does not resolve (A: ${outcome.codes[0]}, AAAA: ${outcome.codes[1]})`);
+    case 'addresses':
+      break;
   }
-  if (!addresses.length) throw new OutboundError('dns_failed', `the host ${bare} does not resolve`);
+  const { addresses } = outcome;
+  const allowed = opts.allowAddress ?? isPublicAddress;
   // Every answer must be public: otherwise a name could mix a public and an internal address.
-  if (!allowPrivate && addresses.some((a) => !allowAddress(a.address))) {
-    throw new OutboundError('url_not_public', `the host ${bare} resolves to a private, loopback or reserved address`);
+  const internal = opts.allowPrivate ? [] : addresses.filter((a) => !allowed(a.address));
+  if (internal.length) {
+    throw new OutboundError(
+      refused.code,
+      refused.message,
+      `the host ${bare} resolves to ${internal.map((a) => a.address).join(', ')}: private, loopback or reserved`,
+    );
   }
   return addresses[0]!;
 }
@@ -107,7 +140,7 @@ const DECODERS: Record<string, () => Transform> = {
   br: () => zlib.createBrotliDecompress(),
 };
 
-function once(url: URL, address: { address: string; family: number }, opts: OutboundOptions, signal: AbortSignal): Promise<OutboundResponse> {
+function once(url: URL, address: ResolvedAddress, opts: OutboundOptions, signal: AbortSignal): Promise<OutboundResponse> {
   // The socket connects to the address we vetted, never to a second DNS answer; TLS still checks
   // the certificate against the host name.
   const lookup: LookupFunction = (_host, options, cb) => {
@@ -180,7 +213,7 @@ function once(url: URL, address: { address: string; family: number }, opts: Outb
     );
     req.on('error', (err) => {
       if (err instanceof OutboundError) reject(err);
-      else if (signal.aborted) reject(new OutboundError('timeout', `no complete answer within ${opts.timeoutMs} ms`));
+      else if (signal.aborted) reject(timedOut(opts.timeoutMs));
       else reject(new OutboundError('connection_failed', `connection failed: ${(err as NodeJS.ErrnoException).code ?? err.message}`));
     });
     req.end(opts.body);
@@ -190,15 +223,15 @@ function once(url: URL, address: { address: string; family: number }, opts: Outb
 /**
  * One outbound HTTP request on the rules for fetching what users name (brand-kit pages, webhook
  * endpoints): public addresses only (every DNS answer vetted, the connection pinned to the vetted
- * address), every redirect re-vetted, bounded in time and bytes.
+ * address), every redirect re-vetted, bounded in time (resolution included) and bytes.
  */
 export async function outboundRequest(rawUrl: string, opts: OutboundOptions): Promise<OutboundResponse> {
   const deadline = AbortSignal.timeout(opts.timeoutMs);
   const signal = opts.signal ? AbortSignal.any([deadline, opts.signal]) : deadline;
   let url = parseOutboundUrl(rawUrl, opts.httpsOnly ?? false);
   for (let hop = 0; ; hop++) {
-    const address = await vetHost(url.hostname, opts.allowPrivate, opts.allowAddress);
-    if (signal.aborted) throw new OutboundError('timeout', `no complete answer within ${opts.timeoutMs} ms`);
+    const address = await vetHost(url.hostname, { ...opts, signal });
+    if (signal.aborted) throw timedOut(opts.timeoutMs);
     const res = await once(url, address, opts, signal);
     const location = res.headers.location;
     if (opts.maxRedirects === 0 || res.status < 300 || res.status >= 400 || !location) return res;

@@ -55,7 +55,7 @@ export function webhookRoutes(deps: WebhooksDeps): FastifyPluginAsyncTypebox {
           response: { 201: Type.Ref('CreatedWebhookEndpoint'), ...errorResponses(...COMMON, ...BODY, 'webhook_endpoint_limit_reached') },
         },
       },
-      async (request, reply) => reply.status(201).send(await createEndpoint(deps, requireAuth(request), request.body)),
+      async (request, reply) => reply.status(201).send(await createEndpoint(deps, requireAuth(request), request.body, request.log)),
     );
 
     app.patch(
@@ -106,7 +106,7 @@ export function webhookRoutes(deps: WebhooksDeps): FastifyPluginAsyncTypebox {
           response: { 200: Type.Ref('WebhookTest'), ...errorResponses(...COMMON, ...BODY, 'webhook_endpoint_not_found') },
         },
       },
-      async (request) => testEndpoint(deps, requireAuth(request), request.params.endpoint_id),
+      async (request) => testEndpoint(deps, requireAuth(request), request.params.endpoint_id, request.log),
     );
   };
 }

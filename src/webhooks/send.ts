@@ -1,4 +1,5 @@
-import { OutboundError, outboundRequest } from '../net/outbound.js';
+import type { Logger } from 'pino';
+import { logRefusal, OutboundError, outboundRequest } from '../net/outbound.js';
 import { signatureHeader } from './signing.js';
 
 export interface AttemptResult {
@@ -34,6 +35,8 @@ export async function sendAttempt(opts: {
   timeoutMs: number;
   allowPrivate: boolean;
   signal?: AbortSignal;
+  /** Gets the specific cause of a refused host, which `error` does not tell the endpoint's owner. */
+  log: Pick<Logger, 'warn'>;
 }): Promise<AttemptResult> {
   const started = Date.now();
   const attemptedAt = new Date(started);
@@ -67,6 +70,7 @@ export async function sendAttempt(opts: {
       attemptedAt,
     };
   } catch (err) {
+    logRefusal(opts.log, err, { delivery_id: opts.deliveryId, event: opts.eventType });
     const message = err instanceof OutboundError ? err.message : `request failed: ${(err as Error).message}`;
     return { delivered: false, statusCode: null, error: message, durationMs: Date.now() - started, excerpt: null, attemptedAt };
   }

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
 import type { KeyContext } from '../auth/repository.js';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
 import { ApiError, invalidRequest, type FieldError } from '../http/errors.js';
-import { OutboundError, parseOutboundUrl, vetHost } from '../net/outbound.js';
+import { logRefusal, OutboundError, parseOutboundUrl, vetHost } from '../net/outbound.js';
 import {
   deleteEndpoint,
   dropPending,
@@ -46,7 +47,10 @@ function notFound(id: string): ApiError {
   return new ApiError('webhook_endpoint_not_found', `No webhook endpoint ${id} in this team.`);
 }
 
-async function checkUrl(config: Config, raw: string): Promise<FieldError | null> {
+/** What a request-scoped operation logs with (the request's logger). */
+export type RequestLog = Pick<Logger, 'warn'>;
+
+async function checkUrl(config: Config, raw: string, log: RequestLog): Promise<FieldError | null> {
   const loc = ['body', 'url'];
   if (raw.length > MAX_URL_LENGTH) return { loc, message: `must be at most ${MAX_URL_LENGTH} characters`, code: 'url_too_long' };
   // The URL parser drops tabs, newlines and surrounding spaces and escapes other controls, so the
@@ -65,10 +69,14 @@ async function checkUrl(config: Config, raw: string): Promise<FieldError | null>
       code: 'url_not_https',
     };
   }
+  // Resolution is held to the delivery deadline: a name whose DNS never answers cannot hold the request.
+  const timeoutMs = config.webhooks.timeoutMs;
   try {
-    await vetHost(url.hostname, config.allowPrivateNetwork);
+    await vetHost(url.hostname, { allowPrivate: config.allowPrivateNetwork, signal: AbortSignal.timeout(timeoutMs), timeoutMs });
   } catch (err) {
-    return { loc, message: err instanceof OutboundError ? `must be on a public host: ${err.message}` : 'must be on a public host', code: 'url_not_public' };
+    logRefusal(log, err, { url_host: url.hostname });
+    const why = err instanceof OutboundError && err.code === 'url_not_public' ? err.message : `the host ${url.hostname} did not resolve within ${timeoutMs} ms`;
+    return { loc, message: `must be on a public host: ${why}`, code: 'url_not_public' };
   }
   return null;
 }
@@ -78,9 +86,9 @@ export async function listTeamEndpoints(deps: WebhooksDeps, auth: KeyContext): P
   return (await listEndpoints(deps.db.pool, auth.teamId)).map(endpointResource);
 }
 
-export async function createEndpoint(deps: WebhooksDeps, auth: KeyContext, body: CreateEndpointBody): Promise<CreatedWebhookEndpoint> {
+export async function createEndpoint(deps: WebhooksDeps, auth: KeyContext, body: CreateEndpointBody, log: RequestLog): Promise<CreatedWebhookEndpoint> {
   requireAdmin(auth);
-  const urlError = await checkUrl(deps.config, body.url);
+  const urlError = await checkUrl(deps.config, body.url, log);
   if (urlError) throw invalidRequest([urlError]);
   const events = body.events ?? [...RUN_EVENT_TYPES];
   return deps.db.tx(async (tx) => {
@@ -123,7 +131,7 @@ export async function removeEndpoint(deps: WebhooksDeps, auth: KeyContext, id: s
 }
 
 /** Sends a signed ping now (paused endpoints too) and reports how the endpoint answered. */
-export async function testEndpoint(deps: WebhooksDeps, auth: KeyContext, id: string): Promise<WebhookTest> {
+export async function testEndpoint(deps: WebhooksDeps, auth: KeyContext, id: string, log: RequestLog): Promise<WebhookTest> {
   requireAdmin(auth);
   const endpoint = await getEndpoint(deps.db.pool, auth.teamId, id);
   if (!endpoint) throw notFound(id);
@@ -145,6 +153,7 @@ export async function testEndpoint(deps: WebhooksDeps, auth: KeyContext, id: str
     body,
     timeoutMs: deps.config.webhooks.timeoutMs,
     allowPrivate: deps.config.allowPrivateNetwork,
+    log,
   });
   await recordAttempt(deps.db.pool, {
     deliveryId,

@@ -130,6 +130,7 @@ export class WebhookWorker {
       timeoutMs: config.webhooks.timeoutMs,
       allowPrivate: config.allowPrivateNetwork,
       signal: this.abort.signal,
+      log: logger.child({ endpoint_id: d.endpoint_id }),
     });
     const delays = config.webhooks.retryDelaysSeconds;
     const giveUp = d.attempts > delays.length;

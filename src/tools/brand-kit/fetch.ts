@@ -1,4 +1,5 @@
-import { OutboundError, outboundRequest, type OutboundResponse } from '../../net/outbound.js';
+import type { Logger } from 'pino';
+import { logRefusal, OutboundError, outboundRequest, type OutboundResponse } from '../../net/outbound.js';
 import { ToolError } from '../manifest.js';
 
 /** Bounds on everything brand_kit_extract fetches for one run. */
@@ -35,6 +36,16 @@ export interface FetcherOptions {
   limits: FetchLimits;
   /** Tests only: which addresses count as allowed (see outboundRequest). */
   allowAddress?: (ip: string) => boolean;
+  /** The run's logger: gets the cause of a refused host, which the run's error and warnings do not say. */
+  logger: Pick<Logger, 'warn'>;
+}
+
+function hostOf(url: string): string | null {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return null;
+  }
 }
 
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
@@ -50,8 +61,10 @@ export class Fetcher {
   private readonly signal: AbortSignal;
   private readonly allowPrivate: boolean;
   private readonly allowAddress: ((ip: string) => boolean) | undefined;
+  private readonly logger: Pick<Logger, 'warn'>;
 
   constructor(opts: FetcherOptions) {
+    this.logger = opts.logger;
     this.limits = opts.limits;
     this.deadline = Date.now() + opts.limits.phaseMs;
     this.signal = AbortSignal.any([opts.signal, AbortSignal.timeout(opts.limits.phaseMs)]);
@@ -80,6 +93,7 @@ export class Fetcher {
         ...(this.allowAddress ? { allowAddress: this.allowAddress } : {}),
       });
     } catch (err) {
+      logRefusal(this.logger, err, { url_host: hostOf(url) });
       if (err instanceof OutboundError && err.code === 'timeout') {
         const phase = this.remainingMs() <= 0;
         throw new OutboundError('timeout', phase ? `the ${seconds(this.limits.phaseMs)} budget for fetching was spent` : `no complete answer within ${seconds(timeoutMs)}`);

@@ -65,7 +65,7 @@ export function createBrandKitRunner(overrides: Partial<FetchLimits> = {}): Tool
     let fonts: ReturnType<typeof extractFonts> = { fonts: [], services: [] };
     let logos: Awaited<ReturnType<typeof collectLogos>> = { logos: [], outputs: [] };
     if (url) {
-      const fetcher = new Fetcher({ allowPrivate: ctx.outbound.allowPrivate, signal: ctx.signal, limits });
+      const fetcher = new Fetcher({ allowPrivate: ctx.outbound.allowPrivate, signal: ctx.signal, limits, logger: ctx.logger });
       site = await loadSite(url, fetcher, (f) => ctx.progress(f * pageShare));
       stopIfAborted(ctx.signal);
       warnings.push(...site.warnings);
