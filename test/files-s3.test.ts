@@ -325,6 +325,17 @@ describe('S3 backend: uploads through presigned part URLs', () => {
   });
 });
 
+describe('S3 backend: what upload-url refuses before S3 sees it', () => {
+  test('a mime_type that cannot be a Content-Type header (outside printable ASCII): 422, and no request to S3', async () => {
+    const seen = s3Requests.length;
+    for (const mime of ['image/p\u00f1g', 'image/\u0100', 'image/png\r\nx-amz-acl: public-read', `image/a\u0000`]) {
+      const res = await api('POST', '/v1/files/upload-url', team.key, { file_name: 'a.png', mime_type: mime, size_bytes: 100 });
+      await expectError(res, 422, 'invalid_request', [[['body', 'mime_type'], mime.includes('\u0000') ? 'invalid_character' : 'invalid_format']]);
+    }
+    assert.equal(s3Requests.length, seen, JSON.stringify(s3Requests.slice(seen).map((r) => [r.method, r.url.pathname])));
+  });
+});
+
 describe('S3 backend: completion errors', () => {
   test('fewer bytes than size_bytes: 422 size_mismatch on ["body","parts"]', async () => {
     // s3rver cannot list parts, so the shortfall is seen in the assembled object. (On AWS or MinIO

@@ -1,6 +1,8 @@
 // Fuzzing generated from GET /v1/openapi.json: for EVERY operation in the document, fast-check
-// makes hostile requests (bodies from the request schema, then broken; Authorization, Content-Type
-// and Idempotency-Key variants; path ids of every sort; query strings) and sends them over a real
+// makes hostile requests (bodies from the request schema, then broken: wrong types, huge, negative
+// and fractional numbers, deep nesting, very long strings, NUL and lone surrogates in any string
+// value or key, alone or in an otherwise valid body; Authorization, Content-Type and
+// Idempotency-Key variants; path ids of every sort; query strings) and sends them over a real
 // socket. Invariants: no 5xx; every answer is one the document gives that operation, its body
 // valid against the documented schema, every error in the envelope with request_id equal to
 // X-Request-Id; the server stays healthy. Raw malformed HTTP gets a 4xx envelope or a clean close.

@@ -4,7 +4,14 @@ import { PathUuid } from '../http/schemas.js';
 export const UploadUrlBodySchema = Type.Object(
   {
     file_name: Type.String({ minLength: 1, maxLength: 255 }),
-    mime_type: Type.String({ minLength: 1, maxLength: 255 }),
+    // Printable ASCII: the declared type becomes the stored object's Content-Type header (S3),
+    // where anything else is refused by the HTTP client or breaks the request signature.
+    mime_type: Type.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[\\x20-\\x7E]*$',
+      description: 'The declared media type, printable ASCII (e.g. image/png); the bytes decide what the file is',
+    }),
     size_bytes: Type.Integer({ exclusiveMinimum: 0, description: 'The exact file size in bytes' }),
   },
   { additionalProperties: false },

@@ -36,19 +36,26 @@ export async function startUpload(deps: FilesDeps, auth: { teamId: string; keyId
   const partCount = Math.ceil(body.size_bytes / partSize);
   const storageKey = `files/${auth.teamId}/${id}`;
   const uploadId = await storage.createUpload(storageKey, body.mime_type, partSize, body.size_bytes);
-  await insertFile(db.pool, {
-    id,
-    teamId: auth.teamId,
-    apiKeyId: auth.keyId,
-    fileName: body.file_name,
-    declaredMime: body.mime_type,
-    sizeBytes: body.size_bytes,
-    partSizeBytes: partSize,
-    partCount,
-    storageKey,
-    uploadId,
-    uploadExpirySeconds: config.files.uploadExpirySeconds,
-  });
+  try {
+    await insertFile(db.pool, {
+      id,
+      teamId: auth.teamId,
+      apiKeyId: auth.keyId,
+      fileName: body.file_name,
+      declaredMime: body.mime_type,
+      sizeBytes: body.size_bytes,
+      partSizeBytes: partSize,
+      partCount,
+      storageKey,
+      uploadId,
+      uploadExpirySeconds: config.files.uploadExpirySeconds,
+    });
+  } catch (err) {
+    // Without its row nothing would ever clean this upload up (the janitor works from rows).
+    // The insert's failure is the answer; a failed abort leaves what it leaves.
+    await storage.abortUpload(storageKey, uploadId).catch(() => undefined);
+    throw err;
+  }
   const ttl = config.files.partUrlTtlSeconds;
   const parts = await Promise.all(
     Array.from({ length: partCount }, async (_, i) => ({

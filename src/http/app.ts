@@ -34,6 +34,7 @@ import { instrumentHttp, metricsRoutes } from '../metrics/routes.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { ErrorResponseSchema } from './schemas.js';
 import { fieldErrors } from './validation.js';
+import { registerStringChecks, type StringChecks } from './strings.js';
 import { systemRoutes } from './system-routes.js';
 
 export interface AppDeps {
@@ -61,9 +62,9 @@ function isDbUnavailable(err: unknown): boolean {
 }
 
 /** Maps whatever was thrown to the error the client sees. */
-function toApiError(err: FastifyError): ApiError {
+function toApiError(err: FastifyError, request: FastifyRequest, strings: StringChecks): ApiError {
   if (err instanceof ApiError) return err;
-  if (err.validation) return invalidRequest(fieldErrors(err.validation, err.validationContext ?? 'body'));
+  if (err.validation) return invalidRequest(strings.withSchemaErrors(request, fieldErrors(err.validation, err.validationContext ?? 'body')));
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ApiError('unsupported_media_type', 'Send the body as JSON with "Content-Type: application/json".');
@@ -181,11 +182,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   refuseWhileClosing(app);
   if (deps.metrics) instrumentHttp(app, deps.metrics);
   app.addHook('onRequest', createAuthHook(config, db));
+  const strings = registerStringChecks(app);
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // A body error on a route that does not exist: the missing route is the answer.
     if (request.is404 && !(err instanceof ApiError)) return notFound(request, reply);
-    const apiError = toApiError(err);
+    const apiError = toApiError(err, request, strings);
     if (apiError.code === 'service_unavailable') {
       // The database is down (or the process closing): requests fail alike, one short line each, no stack.
       request.log.warn({ code: apiError.code, reason: err.message, db_error: err.code }, 'service unavailable');

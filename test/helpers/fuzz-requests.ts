@@ -3,7 +3,7 @@
 // Authorization, Content-Type and Idempotency-Key variants, path ids of every sort (real ones of
 // the caller's and another team's, unknown, malformed, encoded, very long) and query strings.
 import fc from 'fast-check';
-import { bodySchema, EDGE_NUMBERS, mutated, nastyValue, validOf } from './fuzz-schema.js';
+import { badString, bodySchema, EDGE_NUMBERS, mutated, nastyValue, shortBadString, tainted, tainting, validOf, wrongNumber } from './fuzz-schema.js';
 import { isObject, type Json, type Operation } from './openapi-contract.js';
 
 export interface FuzzRequest {
@@ -52,7 +52,7 @@ function headerSafe(s: string): string {
 }
 
 const weirdId: fc.Arbitrary<string> = fc.oneof(
-  fc.constantFrom('', 'null', 'undefined', '0', '-1', '1e3', 'true', '%00', '%', '%zz', '%E0%A4%A', '..', '%2e%2e', 'a%2Fb', '%2F', '%5C', '..%2F..%2Fv1%2Fme', '*', '%20', '+', '__proto__', 'constructor', 'toString', 'hasOwnProperty', '\u00e9', '%C3%A9'),
+  fc.constantFrom('', 'null', 'undefined', '0', '-1', '1e3', 'true', '%00', '%', '%zz', '%E0%A4%A', '..', '%2e%2e', 'a%2Fb', '%2F', '%5C', '..%2F..%2Fv1%2Fme', '*', '%20', '+', '__proto__', 'constructor', 'toString', 'hasOwnProperty', '\u00e9', '%C3%A9', 'a%00b', '%00%00', '%ED%A0%80', '%ED%B0%80', '%F0%9F%98%80', 'x%C0%80'),
   fc.uuid().map((u) => u.toUpperCase()),
   fc.uuid().map((u) => `urn:uuid:${u}`),
   fc.uuid().map((u) => `%7B${u}%7D`),
@@ -63,6 +63,7 @@ const weirdId: fc.Arbitrary<string> = fc.oneof(
   fc.string({ unit: 'grapheme', maxLength: 40 }).map(encodeBytes),
   fc.string({ unit: 'binary', maxLength: 20 }).map(encodeBytes),
   fc.integer({ min: 90, max: 3000 }).map((n) => 'a'.repeat(n)),
+  shortBadString.map(encodeBytes),
 );
 
 function idArb(param: string, w: FuzzWorld): fc.Arbitrary<string> {
@@ -70,6 +71,7 @@ function idArb(param: string, w: FuzzWorld): fc.Arbitrary<string> {
     return fc.oneof(
       { weight: 12, arbitrary: fc.constantFrom(...w.tools.map((t) => t.id)) },
       { weight: 1, arbitrary: fc.constantFrom('nope', 'IMAGE_UPSCALE', 'image_upscale%20', 'x'.repeat(100), 'x'.repeat(101)) },
+      { weight: 1, arbitrary: fc.constantFrom(...w.tools.map((t) => t.id)).map((id) => `${id}%00`) },
       { weight: 2, arbitrary: weirdId },
     );
   }
@@ -82,7 +84,7 @@ function idArb(param: string, w: FuzzWorld): fc.Arbitrary<string> {
 }
 
 const queryArb: fc.Arbitrary<string> = fc.oneof(
-  fc.constantFrom('', 'a=1', 'a=1&a=2', '__proto__[x]=1', 'constructor[prototype][x]=1', '%', '%zz', '=&=&', 'a[b][c]=d', 'limit=-1', `expires=1&signature=${'0'.repeat(64)}`),
+  fc.constantFrom('', 'a=1', 'a=1&a=2', '__proto__[x]=1', 'constructor[prototype][x]=1', '%', '%zz', '=&=&', 'a[b][c]=d', 'limit=-1', `expires=1&signature=${'0'.repeat(64)}`, '%00=%00', 'a=%ED%A0%80', 'limit=1e400&offset=-1'),
   fc.dictionary(fc.string({ maxLength: 10 }), fc.string({ maxLength: 20 }), { maxKeys: 4 }).map((d) => new URLSearchParams(d).toString()),
   fc.integer({ min: 100, max: 3000 }).map((n) => `x=${'a'.repeat(n)}`),
 );
@@ -145,7 +147,9 @@ const contentTypeArb: fc.Arbitrary<string | undefined> = fc.oneof(
 const idempotencyArb: fc.Arbitrary<string | undefined> = fc.oneof(
   { weight: 3, arbitrary: fc.constant(undefined) },
   { weight: 2, arbitrary: fc.string({ maxLength: 40 }).map(headerSafe) },
-  { weight: 1, arbitrary: fc.constantFrom('', ' ', 'x'.repeat(255), 'x'.repeat(256), 'x'.repeat(3000), '\u00e9\u00ff', 'a\tb') },
+  { weight: 1, arbitrary: fc.constantFrom('', ' ', 'x'.repeat(255), 'x'.repeat(256), 'x'.repeat(3000), '\u00e9\u00ff', 'a\tb', '\u0080', `${'x'.repeat(254)}\u00a0`) },
+  // What a NUL or a lone surrogate becomes on the way (Node sends no controls; UTF-8 bytes arrive as Latin-1).
+  { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }).map((k) => headerSafe(Buffer.from(k, 'utf8').toString('latin1'))) },
 );
 
 /** Valid inputs for one tool, mostly: real file ids in media slots, choices, numbers in range (mutation breaks them). */
@@ -163,16 +167,28 @@ function inputsArb(tool: { inputs: ToolSlot[] }, w: FuzzWorld): fc.Arbitrary<Jso
         model[slot.name] = fc.array(files, { minLength: Math.min(slot.min, 12), maxLength: Math.min(Math.max(slot.max, slot.min), 12) });
         break;
       case 'enum':
-        model[slot.name] = slot.choices?.length ? fc.constantFrom(...slot.choices) : fc.string({ maxLength: 12 });
+        model[slot.name] = slot.choices?.length
+          ? fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...slot.choices) }, { weight: 1, arbitrary: tainted(fc.constantFrom(...slot.choices)) })
+          : fc.string({ maxLength: 12 });
         break;
       case 'number':
-        model[slot.name] = fc.oneof({ weight: 4, arbitrary: fc.double({ min, max, noNaN: true }) }, { weight: 1, arbitrary: fc.constantFrom(...EDGE_NUMBERS) });
+        model[slot.name] = fc.oneof(
+          { weight: 4, arbitrary: fc.double({ min, max, noNaN: true }) },
+          { weight: 1, arbitrary: fc.constantFrom(...EDGE_NUMBERS) },
+          { weight: 1, arbitrary: wrongNumber },
+        );
         break;
       case 'bool':
         model[slot.name] = fc.boolean();
         break;
       case 'text':
-        model[slot.name] = fc.oneof(fc.constantFrom('https://example.com/', 'http://127.0.0.1:1/', 'file:///etc/passwd', 'javascript:alert(1)', ''), fc.webUrl(), fc.string({ maxLength: 40 }));
+        model[slot.name] = fc.oneof(
+          fc.constantFrom('https://example.com/', 'http://127.0.0.1:1/', 'file:///etc/passwd', 'javascript:alert(1)', '', 'https://example.com/%00'),
+          fc.webUrl(),
+          fc.string({ maxLength: 40 }),
+          tainted(fc.webUrl()),
+          badString,
+        );
         break;
       default:
         model[slot.name] = fc.oneof(fc.uuid(), fc.string({ maxLength: 20 }));
@@ -195,7 +211,12 @@ function validBody(op: Operation, schema: Json, params: Record<string, string>, 
     if (!isObject(v)) return fc.constant(v);
     const fixes: Record<string, fc.Arbitrary<unknown>> = {};
     if ('upload_id' in props) fixes.upload_id = fc.constantFrom(...w.uploadIds, 'x');
-    if ('url' in props) fixes.url = fc.constantFrom(w.webhookUrl, 'https://127.0.0.1:1/h', 'https://[::1]/h', 'http://127.0.0.1/h', 'https://user:pw@127.0.0.1/h', 'https://10.0.0.1/h');
+    if ('url' in props) {
+      fixes.url = fc.oneof(
+        fc.constantFrom(w.webhookUrl, 'https://127.0.0.1:1/h', 'https://[::1]/h', 'http://127.0.0.1/h', 'https://user:pw@127.0.0.1/h', 'https://10.0.0.1/h', `${w.webhookUrl}%00`),
+        tainted(fc.constant(w.webhookUrl)),
+      );
+    }
     return fc.record(fixes).map((f) => ({ ...v, ...f }));
   });
 }
@@ -216,6 +237,11 @@ function brokenJson(valid: fc.Arbitrary<unknown>): fc.Arbitrary<Buffer> {
       Buffer.from(`/*x*/${text}`),
       Buffer.from(`{"inputs":{"image":${'['.repeat(20_000 + i)}${']'.repeat(20_000 + i)}}}`),
       Buffer.from('{"a":"\\ud800","b":"\\u0000"}'),
+      // Escapes JSON.stringify would not write: a lone surrogate or NUL as the first string value or key, an escaped pair.
+      Buffer.from(text.replace(/":"/, '":"\\udc00')),
+      Buffer.from(text.replace(/^\{"/, '{"\\u0000')),
+      Buffer.from(text.replace(/":"/, '":"\\ud83d\\ude00')),
+      Buffer.from(text.replace(/:(-?\d+)/, ':-1e400')),
       Buffer.concat([Buffer.from('{"inputs":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}')]),
       Buffer.from('NaN'),
       Buffer.from(''),
@@ -234,7 +260,8 @@ export function requestArb(op: Operation, w: FuzzWorld): fc.Arbitrary<FuzzReques
     const body: fc.Arbitrary<Buffer | null> = schema
       ? fc.oneof(
           { weight: 4, arbitrary: valid.map(json) },
-          { weight: 6, arbitrary: mutated(valid).map(json) },
+          { weight: 5, arbitrary: mutated(valid).map(json) },
+          { weight: 2, arbitrary: tainting(valid).map(json) },
           { weight: 1, arbitrary: nastyValue.map(json) },
           { weight: 2, arbitrary: brokenJson(valid) },
           { weight: 1, arbitrary: fc.constant(null) },

@@ -97,9 +97,46 @@ export function validOf(schema: Json): fc.Arbitrary<unknown> {
 /** Numbers where parsers and bounds break: zero, signs, int32/53-bit edges, huge and tiny doubles. */
 export const EDGE_NUMBERS = [0, -0, -1, 0.5, 1e-7, 5e-324, 2 ** 31 - 1, 2 ** 31, 2 ** 32, 2 ** 53 - 1, 2 ** 53 + 2, -(2 ** 53) - 2, 1e21, 1e308, -1e308, 10_000, 10_001];
 
+/** Numbers of the wrong kind: negative, fractional, past every bound, or strings that look like numbers (JSON has no NaN). */
+export const wrongNumber: fc.Arbitrary<unknown> = fc.oneof(
+  fc.constantFrom<unknown>(-1, -0.5, 1.5, 0.1 + 0.2, -1e308, -(2 ** 63), 2 ** 63, 2 ** 64, Number.MAX_VALUE, Number.MIN_VALUE, 'NaN', 'Infinity', '-Infinity', '1e400', '0x10', '1_000'),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.integer({ min: -(2 ** 31), max: -1 }),
+  fc.bigInt({ min: 2n ** 53n, max: 2n ** 70n }).map((n) => Number(n)),
+);
+
+/**
+ * Characters no string of the API may carry: NUL, and surrogates without their other half (JSON
+ * text escapes them as \ud800). A well-formed pair (an emoji) is valid and is among them to check
+ * that it is not refused.
+ */
+export const BAD_CHARACTERS = ['\u0000', '\ud800', '\udbff', '\udc00', '\udfff', '\ude00\ud83d'];
+const GOOD_PAIR = '\ud83d\ude00';
+
+/** s with a bad character (or, now and then, a well-formed pair) put in at some place. */
+export function tainted(s: fc.Arbitrary<string>): fc.Arbitrary<string> {
+  return fc.tuple(s, fc.nat(), fc.constantFrom(...BAD_CHARACTERS, GOOD_PAIR)).map(([text, at, bad]) => {
+    const i = text.length ? at % (text.length + 1) : 0;
+    return text.slice(0, i) + bad + text.slice(i);
+  });
+}
+
+/** Short strings with bad characters, for paths and headers. */
+export const shortBadString: fc.Arbitrary<string> = fc.oneof(fc.constantFrom(...BAD_CHARACTERS), tainted(fc.string({ unit: 'grapheme', maxLength: 40 })));
+
+/** Strings of every hostile sort: bad characters, very long ones, both at once. */
+export const badString: fc.Arbitrary<string> = fc.oneof(
+  shortBadString,
+  fc.constantFrom(`${'a'.repeat(255)}\u0000`, `\u0000${'a'.repeat(254)}`),
+  fc.integer({ min: 256, max: 20_000 }).chain((n) => tainted(fc.constant('a'.repeat(n)))),
+);
+
 /** One nasty value to put in place of a valid one. */
 export const nastyValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom<unknown>(null, true, false, '', ' ', '\u0000', 'null', '[]', '{}', [], {}, '__proto__', 'constructor', ...EDGE_NUMBERS),
+  badString,
+  wrongNumber,
+  fc.integer({ min: 8, max: 64 }).map((depth) => nest(depth)),
   fc.string({ unit: 'binary', maxLength: 64 }),
   fc.string({ unit: 'grapheme', maxLength: 64 }),
   fc.integer({ min: 256, max: 400_000 }).map((n) => 'a'.repeat(n)),
@@ -157,8 +194,59 @@ export function mutated(valid: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> {
       path: fc.constantFrom(...where),
       op: fc.constantFrom<'replace' | 'delete' | 'add'>('replace', 'replace', 'delete', 'add'),
       nasty: nastyValue,
-      extraKey: fc.oneof(fc.string({ maxLength: 16 }), fc.constantFrom('__proto__', 'constructor', 'prototype', 'inputs', 'toString')),
+      extraKey: fc.oneof(fc.string({ maxLength: 16 }), fc.constantFrom('__proto__', 'constructor', 'prototype', 'inputs', 'toString'), tainted(fc.string({ maxLength: 8 }))),
     });
     return fc.array(one, { minLength: 1, maxLength: 3 }).map((changes) => changes.reduce((acc, c) => setAt(acc, c.path, c.op, c.nasty, c.extraKey), v));
   });
+}
+
+/** Renames one key of the object at path (keeping its value and place). */
+function renameAt(v: unknown, path: PathStep[], rename: (key: string) => string, pick: number): unknown {
+  if (path.length === 0) {
+    if (!isObject(v)) return v;
+    const keys = Object.keys(v);
+    const old = keys[pick % Math.max(keys.length, 1)];
+    if (old === undefined) return v;
+    const out: Json = {};
+    for (const [k, x] of Object.entries(v)) Object.defineProperty(out, k === old ? rename(k) : k, { value: x, enumerable: true, writable: true, configurable: true });
+    return out;
+  }
+  const [head, ...rest] = path;
+  if (Array.isArray(v) && typeof head === 'number') return v.map((x, i) => (i === head ? renameAt(x, rest, rename, pick) : x));
+  if (isObject(v) && typeof head === 'string') return { ...v, [head]: renameAt(v[head], rest, rename, pick) };
+  return v;
+}
+
+/**
+ * The valid value with one string (a value or a key, at any depth) carrying a bad character and
+ * nothing else wrong: what reaches past the schema to the services and the database.
+ */
+export function tainting(valid: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> {
+  return valid.chain((v) => {
+    const where = paths(v);
+    const strings = where.filter((p) => typeof getAt(v, p) === 'string');
+    const objects = where.filter((p) => isObject(getAt(v, p)) && Object.keys(getAt(v, p) as Json).length > 0);
+    const options: fc.Arbitrary<unknown>[] = [];
+    if (strings.length) {
+      options.push(
+        fc.constantFrom(...strings).chain((p) => tainted(fc.constant(String(getAt(v, p)))).map((bad) => setAt(v, p, 'replace', bad, ''))),
+      );
+    }
+    if (objects.length) {
+      options.push(
+        fc.tuple(fc.constantFrom(...objects), fc.nat(), fc.constantFrom(...BAD_CHARACTERS)).map(([p, pick, bad]) => renameAt(v, p, (k) => `${k}${bad}`, pick)),
+      );
+    }
+    return options.length ? fc.oneof(...options) : mutated(fc.constant(v));
+  });
+}
+
+function getAt(v: unknown, path: PathStep[]): unknown {
+  let cur = v;
+  for (const step of path) {
+    if (Array.isArray(cur) && typeof step === 'number') cur = cur[step];
+    else if (isObject(cur) && typeof step === 'string') cur = cur[step];
+    else return undefined;
+  }
+  return cur;
 }
