@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { resolveMediaBinaries } from '../src/media/binaries.js';
-import { PRICED_LENGTH_TOLERANCE_SECONDS } from '../src/media/ffmpeg.js';
+import { LENGTH_TOLERANCE_SECONDS } from '../src/media/measure.js';
 import { DEFAULT_PROBE_LIMITS, probeLocalFile } from '../src/media/probe.js';
 import { storeOutputs } from '../src/runs/outputs.js';
 import type { RunWorker } from '../src/runs/worker.js';
@@ -142,7 +142,7 @@ describe('a file row that carries a shorter length than the file (probed before 
     assert.equal(run.status, 'succeeded', run.error ?? '');
     assert.equal(run.cost_sparks, 2);
     const length = run.outputs[0]?.duration_seconds ?? NaN;
-    assert.ok(length >= 2 && length <= 2 + PRICED_LENGTH_TOLERANCE_SECONDS + FRAME, `output ${length} s for 2 s priced`);
+    assert.ok(length >= 2 && length <= 2 + LENGTH_TOLERANCE_SECONDS + FRAME, `output ${length} s for 2 s priced`);
   });
 
   test('video_transition takes each clip for its priced 3 s: 3 + 3 - 1 s of output, not 23', async () => {

@@ -3,7 +3,7 @@ import { accessSync, constants } from 'node:fs';
 import fs from 'node:fs/promises';
 import { ToolError } from '../tools/manifest.js';
 import type { MediaBinaries } from './binaries.js';
-import { measureLength } from './measure.js';
+import { LENGTH_TOLERANCE_SECONDS, measureLength } from './measure.js';
 import { MAX_VIDEO_PIXELS, type FfprobeStream } from './probe.js';
 
 /**
@@ -26,17 +26,14 @@ export interface NamedInput {
   label: string;
   /**
    * The length the run was priced for. ffmpeg reads no more of the input than this plus
-   * PRICED_LENGTH_TOLERANCE_SECONDS (`-t` before `-i`), whatever the file holds: a row probed
+   * LENGTH_TOLERANCE_SECONDS (`-t` before `-i`), whatever the file holds: a row probed
    * before lengths were measured from the streams may carry a header's shorter claim.
    */
   pricedSeconds?: number;
 }
 
-/** How far past its priced length an input is read: covers an audio stream ending a frame late. */
-export const PRICED_LENGTH_TOLERANCE_SECONDS = 0.5;
-
 function readBound(input: NamedInput): number | null {
-  return input.pricedSeconds === undefined ? null : input.pricedSeconds + PRICED_LENGTH_TOLERANCE_SECONDS;
+  return input.pricedSeconds === undefined ? null : input.pricedSeconds + LENGTH_TOLERANCE_SECONDS;
 }
 
 export interface SpawnLimits {

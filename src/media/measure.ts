@@ -6,6 +6,9 @@ import { spawn } from 'node:child_process';
  * element says 1 s plays for 40 s). ffprobe demuxes the file without decoding anything and lists
  * each packet's timestamps; the length is the span from the earliest start to the latest end.
  * Streams whose packets carry no timestamp at all count their packets at the stream's frame rate.
+ * Packets flagged discard (an MP4 edit list's audio priming: decoded, never shown) are left out
+ * while they add no more than LENGTH_TOLERANCE_SECONDS; past that they are work the price must
+ * cover, and the length counts every packet.
  *
  * Cost: one pass over the file's bytes plus about a second of ffprobe per hour of 30 fps video
  * with audio (~260,000 packets); the output is parsed line by line, so memory stays flat.
@@ -38,19 +41,44 @@ export interface MeasureOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * How far a length may be off and still be taken as it is: discarded priming left out, how far
+ * past its priced length a tool reads an input (ffmpeg.ts), whatever the file's timing quirks.
+ */
+export const LENGTH_TOLERANCE_SECONDS = 0.5;
+
 interface Span {
   start: number;
   end: number;
+}
+
+interface StreamSpans {
+  /** Every timed packet, and the ones not flagged discard. */
+  all: Span;
+  shown: Span;
   packets: number;
   timed: number;
 }
 
+const EMPTY_SPAN: Span = { start: Infinity, end: -Infinity };
+
+function widen(span: Span, start: number, end: number): void {
+  span.start = Math.min(span.start, start);
+  span.end = Math.max(span.end, end);
+}
+
+function length(spans: Span[]): number {
+  const start = Math.min(...spans.map((s) => s.start));
+  const end = Math.max(...spans.map((s) => s.end));
+  return end > start ? end - start : 0;
+}
+
 /** Accumulates packet lines (`-of compact`: key=value pairs separated by |) into per-stream spans. */
 export class PacketSpans {
-  private readonly spans = new Map<number, Span>();
+  private readonly spans = new Map<number, StreamSpans>();
 
   constructor(private readonly streams: MeasuredStream[]) {
-    for (const s of streams) this.spans.set(s.index, { start: Infinity, end: -Infinity, packets: 0, timed: 0 });
+    for (const s of streams) this.spans.set(s.index, { all: { ...EMPTY_SPAN }, shown: { ...EMPTY_SPAN }, packets: 0, timed: 0 });
   }
 
   add(line: string): void {
@@ -67,33 +95,30 @@ export class PacketSpans {
     const at = Number.isFinite(pts) ? pts : dts;
     if (!Number.isFinite(at)) return;
     const duration = Number(fields.get('duration_time'));
+    const end = at + (Number.isFinite(duration) && duration > 0 ? duration : 0);
     span.timed++;
-    span.start = Math.min(span.start, at);
-    span.end = Math.max(span.end, at + (Number.isFinite(duration) && duration > 0 ? duration : 0));
+    widen(span.all, at, end);
+    if (!(fields.get('flags') ?? '').includes('D')) widen(span.shown, at, end);
   }
 
   /** From the earliest timestamp of any stream to the latest end of any; null before any packet. */
   seconds(): number | null {
-    let start = Infinity;
-    let end = -Infinity;
     let counted = 0;
+    const timed: StreamSpans[] = [];
     for (const s of this.streams) {
       const span = this.spans.get(s.index)!;
-      if (span.timed) {
-        start = Math.min(start, span.start);
-        end = Math.max(end, span.end);
-      } else if (span.packets && s.frameRate) {
-        counted = Math.max(counted, span.packets / s.frameRate);
-      }
+      if (span.timed) timed.push(span);
+      else if (span.packets && s.frameRate) counted = Math.max(counted, span.packets / s.frameRate);
     }
-    const timed = end > start ? end - start : 0;
-    const length = Math.max(timed, counted);
-    return length > 0 ? length : null;
+    const all = length(timed.map((s) => s.all));
+    const shown = length(timed.map((s) => s.shown));
+    const measured = Math.max(all - shown <= LENGTH_TOLERANCE_SECONDS ? shown : all, counted);
+    return measured > 0 ? measured : null;
   }
 }
 
 export function packetArgs(inputArgs: string[], source: string): string[] {
-  return ['-v', 'error', ...inputArgs, '-show_entries', 'packet=stream_index,pts_time,dts_time,duration_time', '-of', 'compact=p=0', source];
+  return ['-v', 'error', ...inputArgs, '-show_entries', 'packet=stream_index,pts_time,dts_time,duration_time,flags', '-of', 'compact=p=0', source];
 }
 
 /** Runs the packet scan under a time limit and an optional length bound; never rejects. */
