@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { resolveMediaBinaries } from '../src/media/binaries.js';
-import { LENGTH_TOLERANCE_SECONDS } from '../src/media/measure.js';
+import { LENGTH_TOLERANCE_SECONDS, measureLength } from '../src/media/measure.js';
 import { DEFAULT_PROBE_LIMITS, probeLocalFile } from '../src/media/probe.js';
 import { storeOutputs } from '../src/runs/outputs.js';
 import type { RunWorker } from '../src/runs/worker.js';
@@ -108,6 +108,19 @@ describe('a container that claims less than its streams hold', () => {
     await fs.writeFile(video, lying);
     const refused = await probeLocalFile(video, media, { ...DEFAULT_PROBE_LIMITS, maxDurationSeconds: 5 });
     assert.equal(refused.problem, "the file's streams run for more than 5 s; at most 5 s are accepted");
+  });
+
+  test('the packet scan is bounded: it stops past a length bound, and at its time limit', async () => {
+    const file = path.join(dir, 'scan.mkv');
+    await fs.writeFile(file, lying);
+    const scan = { command: (args: string[]): [string, string[]] => [media.ffprobe, args], inputArgs: [], source: file, streams: [{ index: 0, frameRate: 4 }] };
+    const whole = await measureLength({ ...scan, timeoutMs: 60_000, stopAfterSeconds: null });
+    assert.equal(whole.kind, 'measured');
+    near(whole.kind === 'measured' ? whole.seconds : null, REAL, 0.1, 'video stream');
+    const over = await measureLength({ ...scan, timeoutMs: 60_000, stopAfterSeconds: 5 });
+    assert.equal(over.kind, 'over');
+    // No process starts, demuxes and exits within a millisecond.
+    assert.deepEqual(await measureLength({ ...scan, timeoutMs: 1, stopAfterSeconds: null }), { kind: 'timeout' });
   });
 
   test("an output's duration_seconds is its measured length", async () => {
