@@ -173,9 +173,9 @@ export async function runFfmpeg(job: FfmpegJob): Promise<void> {
   const threads = String(boundedThreads(job.threads));
   const args = ['-hide_banner', '-nostdin', '-nostats', '-v', 'error', '-xerror', '-progress', 'pipe:1', '-y'];
   for (const input of job.inputs) {
-    // -max_pixels: a frame larger than uploads may have is refused by the decoder, unallocated.
     const bound = readBound(input);
     if (bound !== null) args.push('-t', bound.toFixed(3));
+    // -max_pixels: a frame larger than uploads may have is refused by the decoder, unallocated.
     args.push('-protocol_whitelist', 'file', '-format_whitelist', INPUT_FORMATS, '-max_pixels', String(MAX_VIDEO_PIXELS), '-threads', threads, '-i', input.path);
   }
   args.push('-filter_threads', threads, '-filter_complex_threads', threads, ...job.args, '-threads', threads, '-fs', String(job.maxOutputBytes), job.output);
