@@ -3,6 +3,7 @@ import { accessSync, constants } from 'node:fs';
 import fs from 'node:fs/promises';
 import { ToolError } from '../tools/manifest.js';
 import type { MediaBinaries } from './binaries.js';
+import { LENGTH_TOLERANCE_SECONDS, measureLength } from './measure.js';
 import { MAX_VIDEO_PIXELS, type FfprobeStream } from './probe.js';
 
 /**
@@ -23,6 +24,16 @@ const STDERR_KEEP = 64 * 1024;
 export interface NamedInput {
   path: string;
   label: string;
+  /**
+   * The length the run was priced for. ffmpeg reads no more of the input than this plus
+   * LENGTH_TOLERANCE_SECONDS (`-t` before `-i`), whatever the file holds: a row probed
+   * before lengths were measured from the streams may carry a header's shorter claim.
+   */
+  pricedSeconds?: number;
+}
+
+function readBound(input: NamedInput): number | null {
+  return input.pricedSeconds === undefined ? null : input.pricedSeconds + LENGTH_TOLERANCE_SECONDS;
 }
 
 export interface SpawnLimits {
@@ -162,6 +173,8 @@ export async function runFfmpeg(job: FfmpegJob): Promise<void> {
   const threads = String(boundedThreads(job.threads));
   const args = ['-hide_banner', '-nostdin', '-nostats', '-v', 'error', '-xerror', '-progress', 'pipe:1', '-y'];
   for (const input of job.inputs) {
+    const bound = readBound(input);
+    if (bound !== null) args.push('-t', bound.toFixed(3));
     // -max_pixels: a frame larger than uploads may have is refused by the decoder, unallocated.
     args.push('-protocol_whitelist', 'file', '-format_whitelist', INPUT_FORMATS, '-max_pixels', String(MAX_VIDEO_PIXELS), '-threads', threads, '-i', input.path);
   }
@@ -223,9 +236,20 @@ function fraction(r: string | undefined): { num: number; den: number } | null {
   return num && den && num > 0 && den > 0 && num / den <= 240 ? { num, den } : null;
 }
 
-/** ffprobe of a local file; a file that does not read as a video is a ToolError naming its label. */
+function unreadable(input: NamedInput, why: string): ToolError {
+  const name = input.label.charAt(0).toUpperCase() + input.label.slice(1);
+  return new ToolError(`${name} is not a readable video (${why}).`);
+}
+
+/**
+ * ffprobe of a local file; a file that does not read as a video is a ToolError naming its label.
+ * The length is the video stream's, measured from its packets (never the header's claim), read no
+ * further than the input's priced length allows and capped at that length: what a plan built on
+ * it asks of ffmpeg stays within what `-t` lets ffmpeg read.
+ */
 export async function probeVideo(bins: MediaBinaries, input: NamedInput, limits: SpawnLimits): Promise<VideoFacts> {
-  const args = ['-v', 'error', '-protocol_whitelist', 'file', '-format_whitelist', INPUT_FORMATS, '-max_pixels', String(MAX_VIDEO_PIXELS), '-print_format', 'json', '-show_format', '-show_streams', input.path];
+  const inputArgs = ['-protocol_whitelist', 'file', '-format_whitelist', INPUT_FORMATS];
+  const args = ['-v', 'error', ...inputArgs, '-max_pixels', String(MAX_VIDEO_PIXELS), '-print_format', 'json', '-show_format', '-show_streams', input.path];
   const done = await spawnBounded(...jobCommand(bins, bins.ffprobe, args), limits);
   let info: { streams?: ProbeStream[]; format?: { duration?: string } } = {};
   try {
@@ -237,19 +261,30 @@ export async function probeVideo(bins: MediaBinaries, input: NamedInput, limits:
   const v = streams.find((s) => s.codec_type === 'video' && !s.disposition?.attached_pic);
   const a = streams.find((s) => s.codec_type === 'audio');
   const fps = fraction(v?.avg_frame_rate) ?? fraction(v?.r_frame_rate);
-  const duration = Number(v?.duration ?? info.format?.duration);
-  if (!v || !v.width || !v.height || !fps || !Number.isFinite(duration) || duration <= 0) {
+  if (!v || v.index === undefined || !v.width || !v.height || !fps) {
     const line = ffmpegErrorLine(done.stderr, [input]);
-    const why = done.code === 0 ? 'it has no usable video stream' : line.startsWith(`${input.label}: `) ? line.slice(input.label.length + 2) : line;
-    const name = input.label.charAt(0).toUpperCase() + input.label.slice(1);
-    throw new ToolError(`${name} is not a readable video (${why}).`);
+    throw unreadable(input, done.code === 0 ? 'it has no usable video stream' : line.startsWith(`${input.label}: `) ? line.slice(input.label.length + 2) : line);
   }
+  const bound = readBound(input);
+  const measured = await measureLength({
+    command: (scan) => jobCommand(bins, bins.ffprobe, scan),
+    inputArgs,
+    source: input.path,
+    streams: [{ index: v.index, frameRate: fps.num / fps.den }],
+    timeoutMs: limits.timeLimitMs,
+    stopAfterSeconds: bound,
+    signal: limits.signal,
+  });
+  if (measured.kind === 'aborted') throw abortError();
+  if (measured.kind === 'timeout') throw new ToolError(`The length of ${input.label} could not be measured within ${Number((limits.timeLimitMs / 1000).toFixed(1))} s.`);
+  const length = measured.kind === 'failed' ? null : measured.seconds;
+  if (length === null || !(length > 0)) throw unreadable(input, 'its video stream has no timed packets');
   const rotation = Math.abs(Number(v.side_data_list?.find((s) => s.rotation !== undefined)?.rotation ?? v.tags?.rotate ?? 0)) % 180;
   return {
     width: rotation === 90 ? v.height : v.width,
     height: rotation === 90 ? v.width : v.height,
     fps,
-    durationSeconds: duration,
+    durationSeconds: input.pricedSeconds === undefined ? length : Math.min(length, input.pricedSeconds),
     videoCodec: v.codec_name ?? 'unknown',
     hasAudio: Boolean(a),
     audioCodec: a?.codec_name ?? null,

@@ -3,6 +3,7 @@ import { fileTypeFromBuffer, fileTypeFromFile } from 'file-type';
 import sharp from 'sharp';
 import type { Storage } from '../storage/storage.js';
 import type { MediaBinaries } from './binaries.js';
+import { measureLength } from './measure.js';
 
 export type MediaKind = 'image' | 'video' | 'audio' | 'other';
 
@@ -105,6 +106,7 @@ async function probeImage(path: string, mime: string, limits: ProbeLimits): Prom
 
 /** One stream of `ffprobe -print_format json -show_streams`. */
 export interface FfprobeStream {
+  index?: number;
   codec_type?: string;
   codec_name?: string;
   width?: number;
@@ -134,9 +136,11 @@ function hours(seconds: number): string {
 }
 
 /**
- * ffprobe for streams and length, then one decoded frame (or second of audio) to prove it plays.
- * Both run with `-max_pixels`, so a frame over the limit is refused by the decoder before its
- * memory is touched; frame size and length are checked before the decode.
+ * ffprobe for streams and declared length, then one decoded frame (or second of audio) to prove
+ * it plays, then the length measured from the packets (measure.ts). The first two run with
+ * `-max_pixels`, so a frame over the limit is refused by the decoder before its memory is touched;
+ * frame size and declared length are checked before the decode. The length kept is the longer of
+ * the declared and the measured: a header claiming less than the streams hold never lowers it.
  */
 async function probeAudioVideo(source: string, mime: string | null, bins: MediaBinaries, limits: ProbeLimits): Promise<ProbeResult> {
   const whitelist = ['-protocol_whitelist', source.startsWith('http') ? 'http,https,tcp,tls,file' : 'file'];
@@ -164,9 +168,11 @@ async function probeAudioVideo(source: string, mime: string | null, bins: MediaB
   if (frame && frame.w * frame.h > limits.maxVideoPixels) {
     return refused(`the video's frames are ${frame.w} x ${frame.h} px (${megapixels(frame.w * frame.h)}); at most ${megapixels(limits.maxVideoPixels)} (8192 x 4320) are accepted`);
   }
-  const duration = Number(info.format?.duration ?? video?.duration ?? audio?.duration);
-  if (limits.maxDurationSeconds !== null && Number.isFinite(duration) && duration > limits.maxDurationSeconds) {
-    return refused(`the file is ${hours(duration)} long; at most ${hours(limits.maxDurationSeconds)} are accepted`);
+  // What the container declares: a field the uploader controls, so it only ever adds to the
+  // length the streams are measured at below, never takes from it.
+  const declared = Number(info.format?.duration ?? video?.duration ?? audio?.duration);
+  if (limits.maxDurationSeconds !== null && Number.isFinite(declared) && declared > limits.maxDurationSeconds) {
+    return refused(`the file is ${hours(declared)} long; at most ${hours(limits.maxDurationSeconds)} are accepted`);
   }
   const result: ProbeResult = {
     kind: video ? 'video' : 'audio',
@@ -174,7 +180,7 @@ async function probeAudioVideo(source: string, mime: string | null, bins: MediaB
     decodable: false,
     width: video?.width ?? null,
     height: video?.height ?? null,
-    durationSeconds: Number.isFinite(duration) && duration > 0 ? duration : null,
+    durationSeconds: null,
     videoCodec: video?.codec_name ?? null,
     audioCodec: audio?.codec_name ?? null,
     frameRate: video ? rate(video.avg_frame_rate) ?? rate(video.r_frame_rate) : null,
@@ -184,11 +190,34 @@ async function probeAudioVideo(source: string, mime: string | null, bins: MediaB
   try {
     const decode = video ? ['-map', '0:v:0', '-frames:v', '1'] : ['-map', '0:a:0', '-t', '1'];
     await run(bins.ffmpeg, ['-v', 'error', '-nostdin', ...whitelist, ...maxPixels, '-i', source, ...decode, '-f', 'null', '-'], limits.timeoutMs);
-    result.decodable = true;
-  } catch (err) {
-    result.problem = `${result.kind} does not decode`;
+  } catch {
+    return { ...result, problem: `${result.kind} does not decode` };
   }
-  return result;
+  const measured = await measureLength({
+    command: (args) => [bins.ffprobe, args],
+    inputArgs: whitelist,
+    source,
+    streams: streams
+      .filter((s) => s.index !== undefined && (s.codec_type === 'audio' || (s.codec_type === 'video' && !s.disposition?.attached_pic)))
+      .map((s) => ({ index: s.index!, frameRate: rate(s.avg_frame_rate) ?? rate(s.r_frame_rate) })),
+    timeoutMs: limits.timeoutMs,
+    stopAfterSeconds: limits.maxDurationSeconds,
+  });
+  const limit = limits.maxDurationSeconds;
+  switch (measured.kind) {
+    case 'over':
+      return refused(`the file's streams run for more than ${hours(limit ?? measured.seconds)}; at most ${hours(limit ?? measured.seconds)} are accepted`);
+    case 'timeout':
+      return refused(`the file's length could not be measured within the ${Math.round(limits.timeoutMs / 1000)} s limit`);
+    case 'failed':
+    case 'aborted':
+      return refused('not a readable audio or video file');
+    case 'measured':
+      break;
+  }
+  const length = Math.max(measured.seconds ?? 0, Number.isFinite(declared) ? declared : 0);
+  if (!(length > 0)) return refused("the file's length could not be measured: its packets carry no timestamps");
+  return { ...result, decodable: true, durationSeconds: length };
 }
 
 /**

@@ -161,3 +161,75 @@ export async function truncatedVideo(dir: string, seconds: number, keep: number)
   const whole = await fs.readFile(out);
   return whole.subarray(0, Math.floor(whole.length * keep));
 }
+
+/** Reads an EBML variable-length integer at `at`: its length in bytes and its value (marker bit removed when `strip`). */
+function ebmlVint(buf: Buffer, at: number, strip: boolean): { length: number; value: number } {
+  const first = buf[at]!;
+  let length = 1;
+  while (length <= 8 && !(first & (0x80 >> (length - 1)))) length++;
+  if (length > 8) throw new Error(`no EBML number at byte ${at}`);
+  let value = strip ? first & (0xff >> length) : first;
+  for (let i = 1; i < length; i++) value = value * 256 + buf[at + i]!;
+  return { length, value };
+}
+
+/**
+ * Rewrites a Matroska file's Segment > Info > Duration (EBML ID 0x4489, a big-endian float of 4
+ * or 8 bytes in TimecodeScale units) to claim `seconds`, leaving every packet as it was. Walks
+ * the element tree instead of searching for the bytes, so a look-alike in the data is never hit.
+ */
+export function patchMkvDuration(mkv: Buffer, seconds: number): Buffer {
+  const out = Buffer.from(mkv);
+  const SEGMENT = 0x18538067;
+  const INFO = 0x1549a966;
+  const TIMECODE_SCALE = 0x2ad7b1;
+  const DURATION = 0x4489;
+  /** Children of the element whose body spans [from, to): their id, body offset and body size. */
+  const children = (from: number, to: number) => {
+    const list: { id: number; body: number; size: number }[] = [];
+    for (let at = from; at < to; ) {
+      const id = ebmlVint(out, at, false);
+      const size = ebmlVint(out, at + id.length, true);
+      const body = at + id.length + size.length;
+      // An unknown size (all ones, as a live Segment may have) runs to the end of its parent.
+      const unknown = size.value === 2 ** (7 * size.length) - 1;
+      list.push({ id: id.value, body, size: unknown ? to - body : size.value });
+      at = body + (unknown ? to - body : size.value);
+    }
+    return list;
+  };
+  const segment = children(0, out.length).find((e) => e.id === SEGMENT);
+  if (!segment) throw new Error('no Segment element');
+  const info = children(segment.body, segment.body + segment.size).find((e) => e.id === INFO);
+  if (!info) throw new Error('no Info element');
+  const fields = children(info.body, info.body + info.size);
+  const scale = fields.find((e) => e.id === TIMECODE_SCALE);
+  const nsPerUnit = scale ? out.readUIntBE(scale.body, scale.size) : 1_000_000;
+  const duration = fields.find((e) => e.id === DURATION);
+  if (!duration) throw new Error('no Duration element');
+  const units = (seconds * 1e9) / nsPerUnit;
+  if (duration.size === 8) out.writeDoubleBE(units, duration.body);
+  else if (duration.size === 4) out.writeFloatBE(units, duration.body);
+  else throw new Error(`a Duration of ${duration.size} bytes`);
+  return out;
+}
+
+/**
+ * A Matroska file `seconds` long (64 x 36 H.264 at `fps`, with an Opus tone unless `audio` is
+ * false; or the tone alone when `video` is false) whose container says it lasts `claims` seconds.
+ */
+export async function mkvClaiming(
+  dir: string,
+  name: string,
+  opts: { seconds: number; claims: number; fps?: number; video?: boolean; audio?: boolean },
+): Promise<Buffer> {
+  const out = path.join(dir, name);
+  const args: string[] = [];
+  if (opts.video !== false) args.push('-f', 'lavfi', '-i', `testsrc=size=64x36:rate=${opts.fps ?? 4}`);
+  if (opts.audio !== false) args.push('-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000');
+  args.push('-t', String(opts.seconds));
+  if (opts.video !== false) args.push('-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p');
+  if (opts.audio !== false) args.push('-c:a', 'libopus', '-b:a', '16k');
+  await ffmpeg([...args, '-f', 'matroska', '-y', out]);
+  return patchMkvDuration(await fs.readFile(out), opts.claims);
+}

@@ -16,11 +16,20 @@ export interface VideoRunOptions {
   maxOutputBytes?: number;
 }
 
-/** The files of a media slot as ffmpeg inputs named for messages ("clip 2"), never by path. */
+/**
+ * The files of a media slot as ffmpeg inputs named for messages ("clip 2"), never by path, each
+ * bounded by the length its run was priced for (the file row's duration_seconds).
+ */
 export function namedInputs(ctx: RunContext, slot: string, label: (i: number) => string): { files: InputFile[]; inputs: NamedInput[] } {
   const files = ctx.files[slot] ?? [];
   if (!files.length) throw new ToolError(`No ${slot} were given.`);
-  return { files, inputs: files.map((f, i) => ({ path: f.path, label: label(i) })) };
+  const inputs = files.map((f, i) => {
+    const priced = f.info.durationSeconds;
+    // Without a length the price had nothing to go on, so there is no bound to hold the work to.
+    if (priced === null || !(priced > 0)) throw new ToolError(`The length of ${label(i)} is not known; upload it again.`);
+    return { path: f.path, label: label(i), pricedSeconds: priced };
+  });
+  return { files, inputs };
 }
 
 /** Progress of a run in two phases: probing the inputs (a few percent), then the encode. */
