@@ -10,6 +10,7 @@ import { UnrecognisedKeyGate } from '../src/auth/unrecognised-keys.js';
 import type { ErrorBody } from '../src/http/errors.js';
 import { assertError, type AnsweredRequest } from './helpers/error-envelope.js';
 import { bearer, makeTeam, type TeamFixture } from './helpers/fixtures.js';
+import { createTestApp } from './helpers/app.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { socketRequest } from './helpers/socket-request.js';
 import { waitFor } from './helpers/worker.js';
@@ -229,5 +230,35 @@ describe('one client\'s flood does not hold back another client\'s new keys (rea
     );
     assertFloodAnswers(await flood.stop());
     for (const r of answers) assert.equal(r.statusCode, 200, r.body);
+  });
+});
+
+describe('TOOLRUN_TRUST_PROXY decides the client address', () => {
+  /** The `ip` the request's log line gives, for a request from 10.0.0.1 through the proxies named. */
+  async function clientIp(trust: string | null, forwardedFor: string): Promise<string> {
+    const t = await createTestApp(trust === null ? {} : { env: { TOOLRUN_TRUST_PROXY: trust } });
+    try {
+      const res = await t.app.inject({ method: 'GET', url: '/v1/me', remoteAddress: '10.0.0.1', headers: { 'x-forwarded-for': forwardedFor } });
+      assertError(res, 401, 'api_key_required');
+      const line = t.logs.lines.map((l) => JSON.parse(l) as { request_id?: string; req?: { ip?: string } }).find((l) => l.request_id === res.headers['x-request-id'] && l.req?.ip);
+      assert.ok(line?.req?.ip, t.logs.text());
+      return line.req.ip;
+    } finally {
+      await t.close();
+    }
+  }
+
+  test('unset: the peer of the connection, whatever X-Forwarded-For says', async () => {
+    assert.equal(await clientIp(null, '203.0.113.9'), '10.0.0.1');
+  });
+
+  test('a hop count believes that many proxies, from the nearest', async () => {
+    assert.equal(await clientIp('1', '203.0.113.9, 198.51.100.4'), '198.51.100.4');
+    assert.equal(await clientIp('2', '203.0.113.9, 198.51.100.4'), '203.0.113.9');
+  });
+
+  test('a list believes only the proxies in it', async () => {
+    assert.equal(await clientIp('10.0.0.0/8', '203.0.113.9, 198.51.100.4'), '198.51.100.4');
+    assert.equal(await clientIp('192.0.2.0/24', '203.0.113.9'), '10.0.0.1');
   });
 });
