@@ -74,6 +74,17 @@ describe('configuration', () => {
     assert.equal(loadConfig({}, '/srv/app').files.partSizeBytes, 8 * 1024 ** 2);
   });
 
+  test('TOOLRUN_TRUST_PROXY: unset believes no proxy; a hop count or a list of proxies, production included', () => {
+    assert.equal(loadConfig({}, '/srv/app').trustProxy, false);
+    assert.equal(loadConfig({ TOOLRUN_TRUST_PROXY: '2' }, '/srv/app').trustProxy, 2);
+    assert.deepEqual(loadConfig({ TOOLRUN_ENV: 'production', TOOLRUN_TRUST_PROXY: ' 10.0.0.0/8, fd00::/8,loopback ,192.0.2.7' }, '/srv/app').trustProxy, [
+      '10.0.0.0/8',
+      'fd00::/8',
+      'loopback',
+      '192.0.2.7',
+    ]);
+  });
+
   const refused: [Record<string, string>, string, RegExp][] = [
     [{ PORT: 'abc' }, 'PORT', /whole number from 0 to 65535/],
     [{ PORT: '70000' }, 'PORT', /whole number from 0 to 65535/],
@@ -95,6 +106,12 @@ describe('configuration', () => {
     ],
     [{ TOOLRUN_PART_SIZE_BYTES: '100' }, 'TOOLRUN_PART_SIZE_BYTES', /from 1024/],
     [{ TOOLRUN_S3_ENDPOINT: 'nope', TOOLRUN_STORAGE: 's3://bucket' }, 'TOOLRUN_S3_ENDPOINT', /must be a URL/],
+    [{ TOOLRUN_TRUST_PROXY: 'true' }, 'TOOLRUN_TRUST_PROXY', /believe X-Forwarded-For from anyone/],
+    [{ TOOLRUN_TRUST_PROXY: '*' }, 'TOOLRUN_TRUST_PROXY', /believe X-Forwarded-For from anyone/],
+    [{ TOOLRUN_TRUST_PROXY: '0' }, 'TOOLRUN_TRUST_PROXY', /from 1 to 20/],
+    [{ TOOLRUN_TRUST_PROXY: '10.0.0.0/33' }, 'TOOLRUN_TRUST_PROXY', /"10\.0\.0\.0\/33" is none of these/],
+    [{ TOOLRUN_TRUST_PROXY: '10.0.0.1,lb.internal' }, 'TOOLRUN_TRUST_PROXY', /"lb\.internal" is none of these/],
+    [{ TOOLRUN_TRUST_PROXY: '10.0.0.1,' }, 'TOOLRUN_TRUST_PROXY', /"" is none of these/],
   ];
   for (const [env, variable, pattern] of refused) {
     test(`refuses ${JSON.stringify(env)} naming ${variable}`, () => {

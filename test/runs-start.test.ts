@@ -59,18 +59,21 @@ describe('authentication, plan, scope and rate limit come before anything about 
     assertError(await start(s, 'svc_test_notakey', 'no_such_tool', BAD_BODY, LONG_KEY), 401, 'invalid_api_key');
   });
 
-  test('a Free team: 403 plan_upgrade_required before scope and rate limit', async () => {
+  test('a Free team: 403 plan_upgrade_required before scope; an empty bucket answers 429 first', async () => {
     const free = await makeTeam(db(), { plan: 'pro', sparks: 0, scopes: ['read'] });
     await updateTeam(db().pool, free.teamId, { plan: 'free' });
-    await emptyBucket(free.keyId);
     for (const tool of TOOLS_FAILING_LATER) {
       const e = assertError(await start(s, free.key, tool, BAD_BODY, LONG_KEY), 403, 'plan_upgrade_required');
       assert.equal(e.details?.plan, 'free');
       assertError(await estimate(s, free.key, tool, BAD_BODY), 403, 'plan_upgrade_required');
     }
+    // The rate applies to every request: over it, the answer is 429 whatever the plan.
+    await emptyBucket(free.keyId);
+    const e = assertError(await start(s, free.key, 'no_such_tool', BAD_BODY, LONG_KEY), 429, 'rate_limited');
+    assert.deepEqual(e.details, { limit_per_minute: 60 });
   });
 
-  test('a read-only key: 403 insufficient_scope on start (required_scope run) before the rate limit; estimate needs only read', async () => {
+  test('a read-only key: 403 insufficient_scope on start (required_scope run); estimate needs only read; over the rate, 429 first', async () => {
     const team = await makeTeam(db(), { plan: 'pro', sparks: 100, scopes: ['read'] });
     const proReadOnly = await createApiKey(db(), { memberId: pro.memberId, name: 'read only', scopes: ['read'], rate: 60, envPrefix: 'svc_test_' });
     for (const tool of TOOLS_FAILING_LATER) {
@@ -80,10 +83,10 @@ describe('authentication, plan, scope and rate limit come before anything about 
     const est = await estimate(s, proReadOnly.key, 'test_copy', { inputs: { image: [proPng] } });
     assert.equal(est.statusCode, 200, est.body);
     assert.equal(est.json<{ sparks: number }>().sparks, 3);
-    // Scope before the rate limit: with an empty bucket the answer is still the scope.
+    // The rate before the scope: with an empty bucket the answer is 429, not the scope.
     await emptyBucket(team.keyId);
-    const e = assertError(await start(s, team.key, 'no_such_tool', BAD_BODY, LONG_KEY), 403, 'insufficient_scope');
-    assert.deepEqual(e.details, { required_scope: 'run' });
+    const e = assertError(await start(s, team.key, 'no_such_tool', BAD_BODY, LONG_KEY), 429, 'rate_limited');
+    assert.deepEqual(e.details, { limit_per_minute: 60 });
   });
 
   test('over the key rate: 429 rate_limited (limit_per_minute) before the tool is looked up', async () => {
@@ -217,7 +220,7 @@ describe('then the inputs (422), the hourly ceiling (429) and the Sparks (402)',
     const res = await start(s, team.key, 'test_copy', { inputs: { image: [file] } });
     const expected = secondsToNextHour();
     const e = assertError(res, 429, 'rate_limited');
-    assert.deepEqual(e.details, { limit_per_hour: 1 });
+    assert.deepEqual(e.details, { limit_per_minute: 60, limit_per_hour: 1 });
     const retryAfter = String(res.headers['retry-after']);
     assert.match(retryAfter, /^[1-9]\d*$/);
     assert.ok(Number(retryAfter) <= 3600 && Math.abs(Number(retryAfter) - expected) <= 2, `Retry-After ${retryAfter}, next hour in ${expected} s`);
@@ -241,7 +244,7 @@ describe('then the inputs (422), the hourly ceiling (429) and the Sparks (402)',
     const responses = await Promise.all(Array.from({ length: 20 }, () => start(s, team.key, 'test_copy', { inputs: { image: [file] } })));
     assert.equal(responses.filter((r) => r.statusCode === 202).length, 5);
     for (const r of responses.filter((x) => x.statusCode !== 202)) {
-      assert.deepEqual(assertError(r, 429, 'rate_limited').details, { limit_per_hour: 5 });
+      assert.deepEqual(assertError(r, 429, 'rate_limited').details, { limit_per_minute: 300, limit_per_hour: 5 });
     }
     assert.deepEqual(await teamState(db().pool, team.teamId), { balance: 1000 - 5 * 3, runs: 5, ledger: 6, holds: 5 });
   });

@@ -21,14 +21,14 @@ export async function probeAuthQuery(
   const db = createDb({ connectionString: url, logger, max: opts.poolSize, applicationName: 'toolrun-bench-probe' });
   const hash = hashKey(key);
   try {
-    await authenticateKey(db.relaxed, hash, 'read', 1); // connect + prepare once
+    await authenticateKey(db.relaxed, hash, 1); // connect + prepare once
     let count = 0;
     let totalMs = 0;
     const deadline = performance.now() + opts.seconds * 1000;
     const loop = async () => {
       while (performance.now() < deadline) {
         const t0 = performance.now();
-        const ctx = await authenticateKey(db.relaxed, hash, 'read', 1);
+        const ctx = await authenticateKey(db.relaxed, hash, 1);
         totalMs += performance.now() - t0;
         if (!ctx?.taken) throw new Error('probe: the bench key was refused');
         count++;

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
 import { ApiError } from '../http/errors.js';
+import { clientGroup } from './client-address.js';
 import { parseAuthorization, sameHash } from './keys.js';
 import { authenticateKey, type KeyContext, type Scope } from './repository.js';
 import { TokenReservations } from './reservations.js';
@@ -35,14 +36,11 @@ interface Admission {
   remaining: number;
 }
 
-function mayConsume(ctx: KeyContext, scope: Scope): boolean {
-  return ctx.plan !== 'free' && ctx.scopes.includes(scope);
-}
-
 /**
- * Authentication, plan, scope and rate limit, in that order, before the body is even read.
- * Every request authenticates against PostgreSQL (so a revoked key stops at once); tokens come
- * from the key's shared bucket a batch at a time (see TokenReservations).
+ * Authentication, rate limit, plan and scope, in that order, before the body is even read.
+ * Every request authenticates against PostgreSQL (so a revoked key stops at once); every request
+ * of a known key takes a token, whatever it is answered, from the key's shared bucket a batch at
+ * a time (see TokenReservations).
  */
 export function createAuthHook(
   config: Config,
@@ -50,24 +48,24 @@ export function createAuthHook(
   reservations = new TokenReservations(config.rateReservationMs),
   gate = new UnrecognisedKeyGate(config.unrecognisedKeysPerSecond),
 ) {
-  async function admit(hash: Buffer, scope: Scope): Promise<Admission> {
+  async function admit(hash: Buffer): Promise<Admission> {
     const k = hash.toString('hex');
     // A reserved token is claimed synchronously, before any await, so two requests never count on
-    // the same one; it is given back if the key turns out not to be allowed to spend it.
+    // the same one; it is given back if the key is no longer valid.
     if (!reservations.spend(k)) {
       const took = await reservations.exclusive(k, async (): Promise<Admission | 'claimed'> => {
         if (reservations.spend(k)) return 'claimed'; // the request before us reserved some
-        const ctx = await authenticateKey(db.relaxed, hash, scope, MAX_TAKE);
+        const ctx = await authenticateKey(db.relaxed, hash, MAX_TAKE);
         const taken = ctx?.taken ?? 0;
         if (ctx && taken > 1) reservations.add(k, taken - 1);
         return { ctx, allowed: taken >= 1, remaining: ctx ? Math.floor(ctx.rateTokens) + Math.max(0, taken - 1) : 0 };
       });
       if (took !== 'claimed') return took;
     }
-    const ctx = await authenticateKey(db.relaxed, hash, scope, 0);
-    if (!ctx || !mayConsume(ctx, scope)) {
+    const ctx = await authenticateKey(db.relaxed, hash, 0);
+    if (!ctx) {
       reservations.add(k, 1);
-      return { ctx, allowed: false, remaining: ctx ? Math.floor(ctx.rateTokens) : 0 };
+      return { ctx, allowed: false, remaining: 0 };
     }
     return { ctx, allowed: true, remaining: Math.floor(ctx.rateTokens) + reservations.available(k) };
   }
@@ -90,19 +88,22 @@ export function createAuthHook(
           : 'The API key is malformed, unknown or revoked. Check it, or ask a team owner or admin for a new one.',
       );
     }
-    // A flood of bad keys waits its turn instead of crowding out the keys in use. Which turn a
-    // request takes depends on the whole key's hash only: a known prefix changes nothing.
+    // A flood of bad keys waits its turn, behind its own client's other lookups, instead of
+    // crowding out the keys in use and other clients' new keys. Whether a request queues depends
+    // on the whole key's hash only (a known prefix changes nothing), where it queues on the client.
     const hex = parsed.hash.toString('hex');
     if (!gate.isRecent(hex)) {
-      const retryAfter = await gate.admit();
-      if (retryAfter) {
-        throw new ApiError('rate_limited', `Too many requests with API keys this server has not seen lately; retry in ${retryAfter} s.`, {
-          details: { limit_per_minute: null, reason: 'unrecognised_keys' },
-          headers: { 'Retry-After': String(retryAfter) },
+      const refused = await gate.admit(clientGroup(request.ip));
+      if (refused) {
+        // No key is known yet: the limit this client ran into is its share of the server's
+        // lookups of unseen keys, so that is the limit reported.
+        throw new ApiError('rate_limited', `Too many requests with API keys this server has not seen lately; retry in ${refused.retryAfterSeconds} s.`, {
+          details: { limit_per_minute: refused.limitPerMinute, reason: 'unrecognised_keys' },
+          headers: { 'Retry-After': String(refused.retryAfterSeconds) },
         });
       }
     }
-    const { ctx, allowed, remaining } = await admit(parsed.hash, scope);
+    const { ctx, allowed, remaining } = await admit(parsed.hash);
     if (!ctx || !sameHash(ctx.keyHash, parsed.hash)) {
       gate.forget(hex);
       throw new ApiError(
@@ -113,6 +114,15 @@ export function createAuthHook(
     gate.markValid(hex);
     // Every response to a known key carries the RateLimit headers, refusals included.
     setRateHeaders(reply, ctx.rateLimitPerMinute, remaining);
+    // The rate applies to every request, so it answers first: a key over its limit is told to
+    // wait whatever else is wrong with the call, and a 403 never comes free.
+    if (!allowed) {
+      const retryAfter = Math.max(1, Math.ceil(((1 - ctx.rateTokens) * 60) / ctx.rateLimitPerMinute));
+      throw new ApiError('rate_limited', `Too many requests for this key; retry in ${retryAfter} s.`, {
+        details: { limit_per_minute: ctx.rateLimitPerMinute },
+        headers: { 'Retry-After': String(retryAfter) },
+      });
+    }
     if (ctx.plan === 'free') {
       throw new ApiError('plan_upgrade_required', 'API access needs the Plus, Pro or Team plan. Upgrade the team to use this key.', {
         details: { plan: ctx.plan, required_plans: ['plus', 'pro', 'team'] },
@@ -121,13 +131,6 @@ export function createAuthHook(
     if (!ctx.scopes.includes(scope)) {
       throw new ApiError('insufficient_scope', `This API key lacks the "${scope}" scope. Create a key with that scope.`, {
         details: { required_scope: scope },
-      });
-    }
-    if (!allowed) {
-      const retryAfter = Math.max(1, Math.ceil(((1 - ctx.rateTokens) * 60) / ctx.rateLimitPerMinute));
-      throw new ApiError('rate_limited', `Too many requests for this key; retry in ${retryAfter} s.`, {
-        details: { limit_per_minute: ctx.rateLimitPerMinute },
-        headers: { 'Retry-After': String(retryAfter) },
       });
     }
     request.auth = ctx;

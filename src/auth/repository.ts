@@ -20,10 +20,7 @@ export interface KeyContext {
   sparksAvailable: number;
   /** Tokens in the key's shared bucket after this statement (for the RateLimit headers). */
   rateTokens: number;
-  /**
-   * Tokens this statement took from the shared bucket (0 when it was empty, or when it only
-   * looked); null when it did not try (plan or scope refused the call first, or it only looked).
-   */
+  /** Tokens this statement took from the shared bucket (0 when it was empty); null when it only looked. */
   taken: number | null;
 }
 
@@ -48,9 +45,8 @@ const KEY_CTE = `
 WITH k AS (
   SELECT k.id, k.name, k.prefix, k.key_hash, k.scopes, k.rate_limit_per_minute, k.team_id, k.member_id,
          m.role, t.name AS team_name, t.plan, t.sparks_available,
-         (t.plan <> 'free' AND $2::text = ANY (k.scopes)) AS may_consume,
-         -- At most one second's worth of tokens per take (at least one), capped by $3.
-         greatest(1, least($3::integer, floor(k.rate_limit_per_minute / 60.0)))::integer AS batch
+         -- At most one second's worth of tokens per take (at least one), capped by $2.
+         greatest(1, least($2::integer, floor(k.rate_limit_per_minute / 60.0)))::integer AS batch
     FROM api_keys k
     JOIN members m ON m.id = k.member_id AND m.removed_at IS NULL
     JOIN teams t ON t.id = k.team_id
@@ -70,14 +66,14 @@ SELECT k.*, coalesce(${tokensNow('k.rate_limit_per_minute::float8')}, k.rate_lim
  * Authenticates and takes up to one batch of tokens from the key's bucket, in one statement. The
  * bucket is a row shared by every API process; the row lock serialises concurrent takes of one
  * key, and the SET expressions read the locked (latest) row, so no token is taken twice. A key
- * whose row is missing gets a full bucket. The bucket is only touched when the plan and scope
- * checks pass, as those answer first.
+ * whose row is missing gets a full bucket. Every request of a known key takes, whatever its plan
+ * and scopes: the spec's rate applies to every request, those refused with 403 included.
  */
 const TAKE_SQL = `${KEY_CTE},
 b AS (
   INSERT INTO rate_buckets AS rb (key_id, capacity, tokens, refilled_at, last_take)
   SELECT k.id, k.rate_limit_per_minute, k.rate_limit_per_minute - least(k.batch, k.rate_limit_per_minute), clock_timestamp(), k.batch
-    FROM k WHERE k.may_consume
+    FROM k
   ON CONFLICT (key_id) DO UPDATE
      SET tokens = ${tokensNow('EXCLUDED.capacity')} - least(EXCLUDED.last_take, floor(${tokensNow('EXCLUDED.capacity')})),
          last_take = least(EXCLUDED.last_take, floor(${tokensNow('EXCLUDED.capacity')}))::integer,
@@ -93,13 +89,13 @@ SELECT k.*,
 
 /**
  * Finds the key with its member and team. With maxTake > 0 it also takes up to a batch of tokens
- * from the key's bucket (only when plan and scope allow the call); with 0 it only looks.
+ * from the key's bucket; with 0 it only looks.
  */
-export async function authenticateKey(db: Queryable, hash: Buffer, requiredScope: Scope, maxTake: number): Promise<KeyContext | null> {
+export async function authenticateKey(db: Queryable, hash: Buffer, maxTake: number): Promise<KeyContext | null> {
   const { rows } = await db.query<Row>(
     maxTake > 0
-      ? { name: 'authenticate_key_take', text: TAKE_SQL, values: [hash, requiredScope, maxTake] }
-      : { name: 'authenticate_key_peek', text: PEEK_SQL, values: [hash, requiredScope, 1] },
+      ? { name: 'authenticate_key_take', text: TAKE_SQL, values: [hash, maxTake] }
+      : { name: 'authenticate_key_peek', text: PEEK_SQL, values: [hash, 1] },
   );
   const row = rows[0];
   if (!row) return null;

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -19,6 +20,12 @@ export interface Config {
   rateReservationMs: number;
   /** Lookups a second, per process, of keys not seen authenticate recently (0: no limit); see UnrecognisedKeyGate. */
   unrecognisedKeysPerSecond: number;
+  /**
+   * Which proxies in front of the service to believe about the client's address
+   * (X-Forwarded-For), as Fastify's `trustProxy` takes it: false (none: the client is the peer of
+   * the connection), a number of hops, or proxy addresses and CIDR blocks.
+   */
+  trustProxy: false | number | string[];
   workerConcurrency: number;
   allowPrivateNetwork: boolean;
   demoSeed: boolean;
@@ -204,6 +211,36 @@ function httpTimeouts(env: Env): HttpTimeoutsConfig {
   };
 }
 
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+function trustProxy(env: Env): false | number | string[] {
+  const name = 'TOOLRUN_TRUST_PROXY';
+  const raw = str(env, name, '').trim();
+  if (raw === '') return false;
+  if (/^\d+$/.test(raw)) return int(env, name, 0, 1, 20);
+  if (/^(true|all|\*)$/i.test(raw)) {
+    throw new ConfigError(
+      name,
+      `"${raw}" would believe X-Forwarded-For from anyone, letting a client pick its own address; give the number of proxies in front (e.g. 1) or their addresses (e.g. 10.0.0.0/8)`,
+    );
+  }
+  const entries = raw.split(',').map((e) => e.trim());
+  for (const entry of entries) {
+    if (PROXY_NAMES.includes(entry)) continue;
+    const [address = '', bits, extra] = entry.split('/');
+    const family = net.isIP(address);
+    const maxBits = family === 6 ? 128 : 32;
+    const bitsOk = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= maxBits);
+    if (!family || !bitsOk || extra !== undefined) {
+      throw new ConfigError(
+        name,
+        `must be a number of proxy hops (1 to 20) or a comma-separated list of proxy addresses, CIDR blocks and ${PROXY_NAMES.join(', ')}; "${entry}" is none of these`,
+      );
+    }
+  }
+  return entries;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /** Reads the environment once; a bad value throws a ConfigError naming the variable and what is allowed. */
@@ -258,6 +295,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     httpTimeouts: httpTimeouts(env),
     rateReservationMs: int(env, 'TOOLRUN_RATE_RESERVATION_MS', 1000, 1, 60_000),
     unrecognisedKeysPerSecond: int(env, 'TOOLRUN_UNRECOGNISED_KEYS_PER_SECOND', 500, 0, 1_000_000),
+    trustProxy: trustProxy(env),
     workerConcurrency: int(env, 'TOOLRUN_WORKER_CONCURRENCY', Math.max(1, cores - 1), 1, 256),
     allowPrivateNetwork,
     demoSeed: bool(env, 'TOOLRUN_DEMO_SEED', !production),

@@ -104,6 +104,11 @@ class QuietStartLogController extends LogController {
   }
 }
 
+/** Believes the `hops` proxies nearest the service (what Fastify does with a number, which its types leave out). */
+function trustHops(hops: number): (address: string, hop: number) => boolean {
+  return (_address, hop) => hop < hops;
+}
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Fastify's own logger type is narrower than pino's; the instance is the same.
   const { config, db, logger, tools } = deps;
@@ -112,6 +117,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     genReqId: () => randomUUID(),
     logController: new QuietStartLogController({ requestIdLogLabel: 'request_id' }),
     bodyLimit: config.bodyLimitBytes,
+    // request.ip is the client's address, which shares out lookups of unseen keys (src/auth).
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     ...connectionOptions(config.httpTimeouts),
     // Requests arriving while closing get 503 in the envelope (refuseWhileClosing), not Fastify's shape.
     return503OnClosing: false,

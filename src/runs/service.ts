@@ -204,7 +204,8 @@ export async function startRun(deps: RunsDeps, auth: KeyContext, toolId: string,
     if ((await runsThisHour(tx, auth.teamId)) >= team.runs_per_hour) {
       const retryAfter = secondsToNextHour();
       throw new ApiError('rate_limited', `This team started its ${team.runs_per_hour} runs for this hour; retry in ${retryAfter} s.`, {
-        details: { limit_per_hour: team.runs_per_hour },
+        // Every rate_limited answer carries the key's limit per minute, this one too.
+        details: { limit_per_minute: auth.rateLimitPerMinute, limit_per_hour: team.runs_per_hour },
         headers: { 'Retry-After': String(retryAfter) },
       });
     }

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { LightMyRequestResponse } from 'fastify';
 import type { ErrorBody } from '../../src/http/errors.js';
+
+/** What assertError reads: an injected response, or one read off a socket (helpers/socket-request). */
+export type AnsweredRequest = Pick<LightMyRequestResponse, 'statusCode' | 'body'> & { headers: OutgoingHttpHeaders; json<T>(): T };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -8,7 +12,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
  * Asserts an error response: the exact status and code, the envelope with exactly the spec's
  * fields, and error.request_id equal to the X-Request-Id header. Returns the parsed body.
  */
-export function assertError(res: LightMyRequestResponse, status: number, code: string): ErrorBody['error'] {
+export function assertError(res: AnsweredRequest, status: number, code: string): ErrorBody['error'] {
   assert.equal(res.statusCode, status, `expected ${status} ${code}, got ${res.statusCode}: ${res.body}`);
   assert.match(String(res.headers['content-type']), /^application\/json/);
   const body = res.json<ErrorBody>();
