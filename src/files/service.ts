@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
 import { ApiError, invalidRequest, type FieldError } from '../http/errors.js';
+import { atItem, count } from '../http/wording.js';
 import type { MediaBinaries } from '../media/binaries.js';
 import { probeStored } from '../media/probe.js';
 import { normalizeEtag, type Storage, type StoredPart } from '../storage/storage.js';
@@ -28,7 +29,7 @@ export async function startUpload(deps: FilesDeps, auth: { teamId: string; keyId
   const { config, db, storage } = deps;
   if (body.size_bytes > config.files.maxFileBytes) {
     throw invalidRequest([
-      { loc: ['body', 'size_bytes'], message: `must be at most ${config.files.maxFileBytes} bytes`, code: 'too_large' },
+      { loc: ['body', 'size_bytes'], message: `must be at most ${count(config.files.maxFileBytes, 'byte')}`, code: 'too_large' },
     ]);
   }
   const id = randomUUID();
@@ -89,8 +90,8 @@ function checkParts(file: FileRow, body: CompleteBody, stored: StoredPart[] | nu
       const expected = p.part_number < n ? file.part_size_bytes : file.size_bytes - (n - 1) * file.part_size_bytes;
       if (s.size !== expected) {
         errors.push({
-          loc: ['body', 'parts', i],
-          message: `part ${p.part_number} holds ${s.size} bytes; it must hold ${expected} for a file of size_bytes ${file.size_bytes}`,
+          loc: ['body', 'parts'],
+          message: atItem(i, `part ${p.part_number} holds ${count(s.size, 'byte')}; it must hold ${expected} for a file of size_bytes ${file.size_bytes}`),
           code: 'size_mismatch',
         });
       }
@@ -155,7 +156,7 @@ export async function completeUpload(deps: FilesDeps, teamId: string, fileId: st
     throw invalidRequest([
       {
         loc: ['body', 'parts'],
-        message: `the parts hold ${outcome.assembledBytes} bytes; size_bytes was ${outcome.sizeBytes}. This upload is used up: start a new one`,
+        message: `the parts hold ${count(outcome.assembledBytes, 'byte')}; size_bytes was ${outcome.sizeBytes}. This upload is used up: start a new one`,
         code: 'size_mismatch',
       },
     ]);
