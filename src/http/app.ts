@@ -204,12 +204,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const allowed = methods.allowedMethods(request.url);
     if (allowed.length > 0) {
       reply.header('Allow', allowed.join(', '));
-      const err = new ApiError('method_not_allowed', `${request.method} is not allowed here; use ${allowed.join(' or ')}.`, {
+      const err = new ApiError('method_not_allowed', methods.methodNotAllowedMessage(request.method, request.url, allowed), {
         details: { allowed_methods: allowed },
       });
       return reply.status(err.status).send(envelope(err, request.id));
     }
-    const err = new ApiError('not_found', `No route ${request.method} ${request.url.split('?')[0]}. Every path starts with /v1.`);
+    const err = new ApiError('not_found', methods.notFoundMessage(request.method, request.url));
     return reply.status(err.status).send(envelope(err, request.id));
   };
   app.setNotFoundHandler(notFound);
@@ -217,8 +217,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   let openApiDoc: Record<string, unknown> | null = null;
   const openapi = () => (openApiDoc ??= buildOpenApiDocument(app));
   await app.register(systemRoutes({ db, openapi }));
-  await app.register(docsRoutes({ openapi, publicBaseUrl: config.publicBaseUrl }));
-  if (deps.metrics) await app.register(metricsRoutes({ metrics: deps.metrics, token: config.metrics.token }));
+  const { notFoundMessage } = methods;
+  await app.register(docsRoutes({ openapi, publicBaseUrl: config.publicBaseUrl, notFoundMessage }));
+  if (deps.metrics) await app.register(metricsRoutes({ metrics: deps.metrics, token: config.metrics.token, notFoundMessage }));
   await app.register(meRoutes);
   await app.register(toolRoutes(tools));
   await app.register(fileRoutes({ config, db, storage: deps.storage, media: deps.media }));
