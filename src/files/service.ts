@@ -103,6 +103,12 @@ function checkParts(file: FileRow, body: CompleteBody, stored: StoredPart[] | nu
   return errors;
 }
 
+/** The file object; a rejected file says why its bytes were refused. */
+function fileResource(id: string, ready: boolean, problem: string | null): FileResource {
+  if (ready) return { object: 'file', id, status: 'ready' };
+  return { object: 'file', id, status: 'rejected', problem: problem ?? 'not a decodable image, video or audio file' };
+}
+
 /**
  * Completes the upload, then sniffs and probes the bytes. The file row stays locked throughout,
  * so concurrent completes wait and then all see the one outcome (completion is idempotent).
@@ -117,7 +123,7 @@ export async function completeUpload(deps: FilesDeps, teamId: string, fileId: st
     if (body.upload_id !== file.upload_id) {
       throw invalidRequest([{ loc: ['body', 'upload_id'], message: 'is not the upload_id of this file', code: 'upload_id_mismatch' }]);
     }
-    if (file.status !== 'uploading') return { object: 'file', id: file.id, status: file.status };
+    if (file.status !== 'uploading') return fileResource(file.id, file.status === 'ready', file.problem);
 
     // A crash after assembling but before commit leaves the object in place: accept it as done.
     const assembled = (await storage.size(file.storage_key)) === file.size_bytes;
@@ -150,7 +156,7 @@ export async function completeUpload(deps: FilesDeps, teamId: string, fileId: st
     }
     const probe = await probeStored(storage, file.storage_key, media);
     const status = await recordProbe(tx, file.id, probe, config.files.retentionSeconds);
-    return { object: 'file', id: file.id, status: status === 'ready' ? 'ready' : 'rejected' };
+    return fileResource(file.id, status === 'ready', probe.problem);
   });
   if ('assembledBytes' in outcome) {
     throw invalidRequest([

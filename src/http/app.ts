@@ -31,7 +31,7 @@ import { applyRequestLimits, connectionOptions, jsonDepthError } from './limits.
 import { refuseWhileClosing } from './closing.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { instrumentHttp, metricsRoutes } from '../metrics/routes.js';
-import { buildOpenApiDocument } from './openapi.js';
+import { buildOpenApiDocument, openApiTransform } from './openapi.js';
 import { ErrorResponseSchema } from './schemas.js';
 import { fieldErrors } from './validation.js';
 import { systemRoutes } from './system-routes.js';
@@ -169,9 +169,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     transform: ({ schema, url, route }) => {
-      const out = { ...(schema as Record<string, unknown>) };
-      if (route.config && (route.config as { scope?: string }).scope) out.security = [{ bearerAuth: [] }];
-      return { schema: out as typeof schema, url };
+      const out = openApiTransform({ schema, url, route });
+      return { schema: out.schema as typeof schema, url: out.url };
     },
   });
 
