@@ -437,7 +437,7 @@ describe('fieldErrors() maps Ajv errors to loc lists', () => {
     const errors = ajvErrors(CompleteBody, { upload_id: 'u', parts: [{ part_number: 1, etag: 'a' }, { part_number: 2, etag: 'b' }, { part_number: 3, etag: '' }] });
     assert.equal(errors[0]?.instancePath, '/parts/2/etag');
     assert.deepEqual(fieldErrors(errors, 'body'), [
-      { loc: ['body', 'parts', 2, 'etag'], message: 'must be at least 1 characters', code: 'too_short' },
+      { loc: ['body', 'parts', 2, 'etag'], message: 'must be at least 1 character', code: 'too_short' },
     ]);
   });
 

@@ -94,9 +94,9 @@ describe('rejected at complete', () => {
       assert.equal(file.status, 'rejected', name);
       for (const send of [estimate, start]) {
         const res = await send(s, team.key, 'image_upscale', { inputs: { image: [file.id] } });
-        assertFieldErrors(res, [{ loc: ['body', 'inputs', 'image', 0], code: 'file_not_ready' }]);
+        assertFieldErrors(res, [{ loc: ['body', 'inputs', 'image'], code: 'file_not_ready' }]);
         const message = res.json<{ error: { errors: { message: string }[] } }>().error.errors[0]!.message;
-        assert.match(message, /^the file was rejected: /, name);
+        assert.match(message, /^item 1 \(index 0\): the file was rejected: /, name);
         assert.match(message, why, name);
         assert.doesNotMatch(message, /\/tmp|\/work|toolrun-/, `${name}: no server path in ${message}`);
       }

@@ -130,12 +130,12 @@ describe('GET /metrics: access', () => {
         assert.equal(body.error.errors, null);
       }
       const unknown = await json(await fetch(`${plain.url}/metricz`));
-      assert.equal(unknown.error.message, 'No route GET /metricz. Every path starts with /v1.');
+      assert.equal(unknown.error.message, 'No route GET /metricz. Every path starts with /v1. GET /v1/openapi.json lists every route.');
       const injected = await noToken.inject({ method: 'GET', url: '/metrics', headers: bearer(TOKEN) });
       assert.equal(injected.statusCode, 404);
       const body = injected.json<{ error: { code: string; message: string; request_id: string } }>();
       assert.equal(body.error.code, 'not_found');
-      assert.equal(body.error.message, 'No route GET /metrics. Every path starts with /v1.');
+      assert.equal(body.error.message, 'No route GET /metrics. Every path starts with /v1. GET /v1/openapi.json lists every route.');
       assert.equal(body.error.request_id, injected.headers['x-request-id']);
     } finally {
       await noToken.close();

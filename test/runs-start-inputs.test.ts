@@ -15,13 +15,28 @@ let s: TestServer;
 let team: TeamFixture;
 const f = { png: '', png2: '', mp4: '', mp4b: '', uploading: '', rejected: '', foreign: '' };
 
-const slot = (name: string, index?: number): Loc => (index === undefined ? ['body', 'inputs', name] : ['body', 'inputs', name, index]);
+const slot = (name: string): Loc => ['body', 'inputs', name];
+
+/** An entry about one item of a list slot: loc ends with the slot, the message names the item. */
+interface Expected {
+  loc: Loc;
+  code: string;
+  item?: number;
+}
+const item = (name: string, index: number, code: string): Expected => ({ loc: slot(name), code, item: index });
 
 /** Both estimate and start answer 422 with exactly these entries, and nothing is written. */
-async function rejects(tool: string, body: unknown, expected: { loc: Loc; code: string }[], headers: Headers = {}): Promise<void> {
+async function rejects(tool: string, body: unknown, expected: Expected[], headers: Headers = {}): Promise<void> {
   const before = await teamState(s.database.db.pool, team.teamId);
-  assertFieldErrors(await estimate(s, team.key, tool, body), expected);
-  assertFieldErrors(await start(s, team.key, tool, body, headers), expected);
+  for (const res of [await estimate(s, team.key, tool, body), await start(s, team.key, tool, body, headers)]) {
+    assertFieldErrors(res, expected.map(({ loc, code }) => ({ loc, code })));
+    const errors = res.json<{ error: { errors: { loc: Loc; message: string }[] } }>().error.errors;
+    for (const e of expected) {
+      if (e.item === undefined) continue;
+      const entry = errors.find((x) => JSON.stringify(x.loc) === JSON.stringify(e.loc));
+      assert.ok(entry?.message.startsWith(`item ${e.item + 1} (index ${e.item}): `), `${entry?.message} names item ${e.item + 1}`);
+    }
+  }
   assert.deepEqual(await teamState(s.database.db.pool, team.teamId), before);
 }
 
@@ -71,14 +86,14 @@ describe('slots: presence, names and counts', () => {
 
 describe('files: ids, ownership, readiness and kind', () => {
   test('an id that is not a UUID: invalid_id at its index', async () => {
-    await rejects('image_upscale', { inputs: { image: ['abc'] } }, [{ loc: slot('image', 0), code: 'invalid_id' }]);
-    await rejects('video_transition', { inputs: { clips: [f.mp4, 42] } }, [{ loc: slot('clips', 1), code: 'invalid_id' }]);
+    await rejects('image_upscale', { inputs: { image: ['abc'] } }, [item('image', 0, 'invalid_id')]);
+    await rejects('video_transition', { inputs: { clips: [f.mp4, 42] } }, [item('clips', 1, 'invalid_id')]);
   });
 
   test("another team's file is indistinguishable from an unknown id: workspace_asset_not_found", async () => {
     const messages: string[] = [];
     for (const id of [f.foreign, randomUUID()]) {
-      await rejects('video_transition', { inputs: { clips: [f.mp4, id] } }, [{ loc: slot('clips', 1), code: 'workspace_asset_not_found' }]);
+      await rejects('video_transition', { inputs: { clips: [f.mp4, id] } }, [item('clips', 1, 'workspace_asset_not_found')]);
       const e = assertError(await estimate(s, team.key, 'image_upscale', { inputs: { image: [id] } }), 422, 'invalid_request');
       messages.push(e.errors?.[0]?.message ?? '');
     }
@@ -86,17 +101,17 @@ describe('files: ids, ownership, readiness and kind', () => {
   });
 
   test('an upload not completed, and a rejected file: file_not_ready', async () => {
-    await rejects('image_upscale', { inputs: { image: [f.uploading] } }, [{ loc: slot('image', 0), code: 'file_not_ready' }]);
-    await rejects('image_upscale', { inputs: { image: [f.rejected] } }, [{ loc: slot('image', 0), code: 'file_not_ready' }]);
+    await rejects('image_upscale', { inputs: { image: [f.uploading] } }, [item('image', 0, 'file_not_ready')]);
+    await rejects('image_upscale', { inputs: { image: [f.rejected] } }, [item('image', 0, 'file_not_ready')]);
   });
 
   test('a file of the wrong kind: wrong_media_kind', async () => {
-    await rejects('image_upscale', { inputs: { image: [f.mp4] } }, [{ loc: slot('image', 0), code: 'wrong_media_kind' }]);
-    await rejects('video_transition', { inputs: { clips: [f.mp4, f.png] } }, [{ loc: slot('clips', 1), code: 'wrong_media_kind' }]);
+    await rejects('image_upscale', { inputs: { image: [f.mp4] } }, [item('image', 0, 'wrong_media_kind')]);
+    await rejects('video_transition', { inputs: { clips: [f.mp4, f.png] } }, [item('clips', 1, 'wrong_media_kind')]);
   });
 
   test('a file listed twice: duplicate', async () => {
-    await rejects('video_transition', { inputs: { clips: [f.mp4, f.mp4] } }, [{ loc: slot('clips', 1), code: 'duplicate' }]);
+    await rejects('video_transition', { inputs: { clips: [f.mp4, f.mp4] } }, [item('clips', 1, 'duplicate')]);
   });
 });
 
@@ -140,7 +155,7 @@ describe('values: choices, ranges, types and text', () => {
       'image_color_grade',
       { inputs: { image: [f.mp4], temperature: 101, exposure: -3.5, preset: 'sepia', grain: 'x', hue: 10 } },
       [
-        { loc: slot('image', 0), code: 'wrong_media_kind' },
+        item('image', 0, 'wrong_media_kind'),
         { loc: slot('temperature'), code: 'out_of_range' },
         { loc: slot('exposure'), code: 'out_of_range' },
         { loc: slot('preset'), code: 'invalid_choice' },
@@ -149,7 +164,7 @@ describe('values: choices, ranges, types and text', () => {
       ],
     );
     await rejects('video_transition', { inputs: { clips: [f.uploading, f.rejected], style: 'spin', duration_seconds: 9 } }, [
-      { loc: slot('clips', 0), code: 'file_not_ready' },
+      item('clips', 0, 'file_not_ready'),
       { loc: slot('style'), code: 'invalid_choice' },
       { loc: slot('duration_seconds'), code: 'out_of_range' },
     ]);
@@ -188,7 +203,7 @@ describe('the body and the Idempotency-Key header', () => {
     await rejects('image_upscale', { inputs: { image: ['abc'], scale: 2 }, priority: 'high', duration_seconds: 0 }, [
       { loc: ['body', 'priority'], code: 'unknown_field' },
       { loc: ['body', 'duration_seconds'], code: 'out_of_range' },
-      { loc: slot('image', 0), code: 'invalid_id' },
+      item('image', 0, 'invalid_id'),
       { loc: slot('scale'), code: 'unknown_slot' },
     ]);
   });
@@ -201,7 +216,7 @@ describe('the body and the Idempotency-Key header', () => {
     const both = await start(s, team.key, 'image_upscale', { inputs: { image: [f.mp4] } }, { 'idempotency-key': 'k'.repeat(300) });
     assertFieldErrors(both, [
       { loc: ['header', 'Idempotency-Key'], code: 'too_long' },
-      { loc: slot('image', 0), code: 'wrong_media_kind' },
+      { loc: slot('image'), code: 'wrong_media_kind' },
     ]);
     assert.deepEqual(await teamState(s.database.db.pool, team.teamId), before);
     const ok = runOf(await start(s, team.key, 'image_upscale', { inputs: { image: [f.png] } }, { 'idempotency-key': 'k'.repeat(255) }));

@@ -187,7 +187,7 @@ describe('then the tool: 404, 409, 403 plan, 403 consent', () => {
     for (const id of [foreign, '00000000-0000-4000-8000-000000000000']) {
       const res = await estimate(s, pro.key, 'test_voice', { inputs: { image: [proPng], voice: [id] } });
       const e = assertError(res, 422, 'invalid_request');
-      assert.deepEqual(e.errors?.map((x) => [x.loc, x.code]), [[['body', 'inputs', 'voice', 0], 'workspace_asset_not_found']]);
+      assert.deepEqual(e.errors?.map((x) => [x.loc, x.code]), [[['body', 'inputs', 'voice'], 'workspace_asset_not_found']]);
     }
     const ok = await estimate(s, pro.key, 'test_voice', { inputs: { image: [proPng], voice: [withConsent] } });
     assert.equal(ok.statusCode, 200, ok.body);

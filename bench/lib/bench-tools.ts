@@ -33,7 +33,7 @@ export const benchNoop: ToolManifest = {
   plans: ['free', 'plus', 'pro', 'team'],
   pipeline: false,
   price: () => 1,
-  hintCases: { min: noCase, max: noCase },
+  priceRange: { cheapest: noCase, dearest: noCase },
   run: async () => [],
 };
 

@@ -23,7 +23,7 @@ export function fileRoutes(deps: FilesDeps): FastifyPluginAsyncTypebox {
             'PUT each byte range (part_size_bytes each, the last may be smaller) to its part URL, keep each response ETag header, then call complete.',
           tags: ['files'],
           body: UploadUrlBodySchema,
-          response: { 201: Type.Ref('FileUpload'), ...errorResponses(...AUTH_ERRORS, 'payload_too_large', 'unsupported_media_type') },
+          response: { 201: Type.Ref('FileUpload', { description: 'The file id and one presigned URL per part' }), ...errorResponses(...AUTH_ERRORS, 'payload_too_large', 'unsupported_media_type') },
         },
       },
       async (request, reply) => {
@@ -44,7 +44,7 @@ export function fileRoutes(deps: FilesDeps): FastifyPluginAsyncTypebox {
           params: FileIdParamsSchema,
           body: CompleteBodySchema,
           response: {
-            200: Type.Ref('File'),
+            200: Type.Ref('File', { description: 'The file, ready or rejected (with the problem); completing again returns the same' }),
             ...errorResponses(...AUTH_ERRORS, 'file_not_found', 'payload_too_large', 'unsupported_media_type'),
           },
         },

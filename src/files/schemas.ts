@@ -1,6 +1,10 @@
 import { Type, type Static } from 'typebox';
 import { PathUuid } from '../http/schemas.js';
 
+/** Ids the examples of the OpenAPI document use. */
+const EXAMPLE_FILE_ID = '0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c';
+const EXAMPLE_UPLOAD_ID = 'b7e3c1d0a9f84e2b';
+
 export const UploadUrlBodySchema = Type.Object(
   {
     file_name: Type.String({ minLength: 1, maxLength: 255 }),
@@ -14,7 +18,7 @@ export const UploadUrlBodySchema = Type.Object(
     }),
     size_bytes: Type.Integer({ exclusiveMinimum: 0, description: 'The exact file size in bytes' }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ file_name: 'photo.jpg', mime_type: 'image/jpeg', size_bytes: 12582912 }] },
 );
 export type UploadUrlBody = Static<typeof UploadUrlBodySchema>;
 
@@ -35,7 +39,24 @@ export const FileUploadSchema = Type.Object(
     ),
     expires_in_seconds: Type.Integer({ description: 'How long the part URLs work' }),
   },
-  { additionalProperties: false, $id: 'FileUpload', title: 'file_upload' },
+  {
+    additionalProperties: false,
+    $id: 'FileUpload',
+    title: 'file_upload',
+    examples: [
+      {
+        object: 'file_upload',
+        file_id: EXAMPLE_FILE_ID,
+        upload_id: EXAMPLE_UPLOAD_ID,
+        part_size_bytes: 8388608,
+        parts: [1, 2].map((n) => ({
+          part_number: n,
+          url: `https://toolrun.example.com/storage/uploads/${EXAMPLE_UPLOAD_ID}/parts/${n}?expires=1746093600&signature=8d41e2`,
+        })),
+        expires_in_seconds: 3600,
+      },
+    ],
+  },
 );
 export type FileUpload = Static<typeof FileUploadSchema>;
 
@@ -53,7 +74,18 @@ export const CompleteBodySchema = Type.Object(
       { minItems: 1, maxItems: 10000 },
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        upload_id: EXAMPLE_UPLOAD_ID,
+        parts: [
+          { part_number: 1, etag: '"5d41402abc4b2a76b9719d911017c592"' },
+          { part_number: 2, etag: '"7d793037a0760186574b0282f2f435e7"' },
+        ],
+      },
+    ],
+  },
 );
 export type CompleteBody = Static<typeof CompleteBodySchema>;
 
@@ -67,9 +99,21 @@ export const FileSchema = Type.Object(
     object: Type.Literal('file'),
     id: Type.String({ format: 'uuid', description: 'File id to use in media inputs' }),
     status: Type.String({ enum: ['ready', 'rejected'], description: FILE_STATUS_DESCRIPTION }),
+    problem: Type.Optional(
+      Type.String({
+        description:
+          'Why the bytes were refused, in plain English (not to be parsed); only on a rejected file. ' +
+          'E.g. "unrecognised file type" or "the image does not decode: ..."',
+      }),
+    ),
   },
-  { additionalProperties: false, $id: 'File', title: 'file' },
+  {
+    additionalProperties: false,
+    $id: 'File',
+    title: 'file',
+    examples: [{ object: 'file', id: EXAMPLE_FILE_ID, status: 'ready' }],
+  },
 );
 export type FileResource = Static<typeof FileSchema>;
 
-export const FileIdParamsSchema = Type.Object({ file_id: PathUuid() });
+export const FileIdParamsSchema = Type.Object({ file_id: PathUuid('The file_id the upload-url answer gave') });

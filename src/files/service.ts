@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
 import { ApiError, invalidRequest, type FieldError } from '../http/errors.js';
+import { atItem, count } from '../http/wording.js';
 import type { MediaBinaries } from '../media/binaries.js';
 import { probeStored } from '../media/probe.js';
 import { normalizeEtag, PartChangedError, type Storage, type StoredPart } from '../storage/storage.js';
@@ -28,7 +29,7 @@ export async function startUpload(deps: FilesDeps, auth: { teamId: string; keyId
   const { config, db, storage } = deps;
   if (body.size_bytes > config.files.maxFileBytes) {
     throw invalidRequest([
-      { loc: ['body', 'size_bytes'], message: `must be at most ${config.files.maxFileBytes} bytes`, code: 'too_large' },
+      { loc: ['body', 'size_bytes'], message: `must be at most ${count(config.files.maxFileBytes, 'byte')}`, code: 'too_large' },
     ]);
   }
   const id = randomUUID();
@@ -102,8 +103,8 @@ function checkParts(file: FileRow, body: CompleteBody, stored: StoredPart[] | nu
       const expected = p.part_number < n ? file.part_size_bytes : file.size_bytes - (n - 1) * file.part_size_bytes;
       if (s.size !== expected) {
         errors.push({
-          loc: ['body', 'parts', i],
-          message: `part ${p.part_number} holds ${s.size} bytes; it must hold ${expected} for a file of size_bytes ${file.size_bytes}`,
+          loc: ['body', 'parts'],
+          message: atItem(i, `part ${p.part_number} holds ${count(s.size, 'byte')}; it must hold ${expected} for a file of size_bytes ${file.size_bytes}`),
           code: 'size_mismatch',
         });
       }
@@ -113,6 +114,12 @@ function checkParts(file: FileRow, body: CompleteBody, stored: StoredPart[] | nu
     if (!seen.has(k)) errors.push({ loc: ['body', 'parts'], message: `part ${k} is missing`, code: 'part_missing' });
   }
   return errors;
+}
+
+/** The file object; a rejected file says why its bytes were refused. */
+function fileResource(id: string, ready: boolean, problem: string | null): FileResource {
+  if (ready) return { object: 'file', id, status: 'ready' };
+  return { object: 'file', id, status: 'rejected', problem: problem ?? 'not a decodable image, video or audio file' };
 }
 
 /**
@@ -129,7 +136,7 @@ export async function completeUpload(deps: FilesDeps, teamId: string, fileId: st
     if (body.upload_id !== file.upload_id) {
       throw invalidRequest([{ loc: ['body', 'upload_id'], message: 'is not the upload_id of this file', code: 'upload_id_mismatch' }]);
     }
-    if (file.status !== 'uploading') return { object: 'file', id: file.id, status: file.status };
+    if (file.status !== 'uploading') return fileResource(file.id, file.status === 'ready', file.problem);
 
     // A crash after assembling but before commit leaves the object in place: accept it as done.
     const assembled = (await storage.size(file.storage_key)) === file.size_bytes;
@@ -173,13 +180,13 @@ export async function completeUpload(deps: FilesDeps, teamId: string, fileId: st
     }
     const probe = await probeStored(storage, file.storage_key, media);
     const status = await recordProbe(tx, file.id, probe, config.files.retentionSeconds);
-    return { object: 'file', id: file.id, status: status === 'ready' ? 'ready' : 'rejected' };
+    return fileResource(file.id, status === 'ready', probe.problem);
   });
   if ('assembledBytes' in outcome) {
     throw invalidRequest([
       {
         loc: ['body', 'parts'],
-        message: `the parts hold ${outcome.assembledBytes} bytes; size_bytes was ${outcome.sizeBytes}. This upload is used up: start a new one`,
+        message: `the parts hold ${count(outcome.assembledBytes, 'byte')}; size_bytes was ${outcome.sizeBytes}. This upload is used up: start a new one`,
         code: 'size_mismatch',
       },
     ]);

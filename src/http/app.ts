@@ -31,7 +31,7 @@ import { applyRequestLimits, connectionOptions, jsonDepthError } from './limits.
 import { refuseWhileClosing } from './closing.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { instrumentHttp, metricsRoutes } from '../metrics/routes.js';
-import { buildOpenApiDocument } from './openapi.js';
+import { buildOpenApiDocument, openApiTransform } from './openapi.js';
 import { ErrorResponseSchema } from './schemas.js';
 import { fieldErrors } from './validation.js';
 import { registerStringChecks, type StringChecks } from './strings.js';
@@ -177,9 +177,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     transform: ({ schema, url, route }) => {
-      const out = { ...(schema as Record<string, unknown>) };
-      if (route.config && (route.config as { scope?: string }).scope) out.security = [{ bearerAuth: [] }];
-      return { schema: out as typeof schema, url };
+      const out = openApiTransform({ schema, url, route });
+      return { schema: out.schema as typeof schema, url: out.url };
     },
   });
 
@@ -213,12 +212,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const allowed = methods.allowedMethods(request.url);
     if (allowed.length > 0) {
       reply.header('Allow', allowed.join(', '));
-      const err = new ApiError('method_not_allowed', `${request.method} is not allowed here; use ${allowed.join(' or ')}.`, {
+      const err = new ApiError('method_not_allowed', methods.methodNotAllowedMessage(request.method, request.url, allowed), {
         details: { allowed_methods: allowed },
       });
       return reply.status(err.status).send(envelope(err, request.id));
     }
-    const err = new ApiError('not_found', `No route ${request.method} ${request.url.split('?')[0]}. Every path starts with /v1.`);
+    const err = new ApiError('not_found', methods.notFoundMessage(request.method, request.url));
     return reply.status(err.status).send(envelope(err, request.id));
   };
   app.setNotFoundHandler(notFound);
@@ -226,8 +225,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   let openApiDoc: Record<string, unknown> | null = null;
   const openapi = () => (openApiDoc ??= buildOpenApiDocument(app));
   await app.register(systemRoutes({ db, openapi }));
-  await app.register(docsRoutes({ openapi, publicBaseUrl: config.publicBaseUrl }));
-  if (deps.metrics) await app.register(metricsRoutes({ metrics: deps.metrics, token: config.metrics.token }));
+  const { notFoundMessage } = methods;
+  await app.register(docsRoutes({ openapi, publicBaseUrl: config.publicBaseUrl, notFoundMessage }));
+  if (deps.metrics) await app.register(metricsRoutes({ metrics: deps.metrics, token: config.metrics.token, notFoundMessage }));
   await app.register(meRoutes);
   await app.register(toolRoutes(tools));
   await app.register(fileRoutes({ config, db, storage: deps.storage, media: deps.media }));

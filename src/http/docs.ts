@@ -21,7 +21,12 @@ function staticAssetNames(): Set<string> {
  * GET /docs: an interactive API reference (Swagger UI, served locally) of the very document
  * GET /v1/openapi.json serves. Needs no key; its routes are hidden from the document.
  */
-export function docsRoutes(deps: { openapi: () => Record<string, unknown>; publicBaseUrl: string }): FastifyPluginAsync {
+export function docsRoutes(deps: {
+  openapi: () => Record<string, unknown>;
+  publicBaseUrl: string;
+  /** The message of a 404, as the server words it for any unknown path. */
+  notFoundMessage: (method: string, url: string) => string;
+}): FastifyPluginAsync {
   return async (app) => {
     const assets = staticAssetNames();
     const staticPrefix = `${DOCS_PREFIX}/static/`;
@@ -33,7 +38,7 @@ export function docsRoutes(deps: { openapi: () => Record<string, unknown>; publi
       const name = url.slice(staticPrefix.length);
       // The initializer and the index redirect are routes of their own, not files.
       if (name === 'swagger-initializer.js' || name === 'index.html') return;
-      if (!assets.has(name)) throw new ApiError('not_found', `No route ${request.method} ${url}. Every path starts with /v1.`);
+      if (!assets.has(name)) throw new ApiError('not_found', deps.notFoundMessage(request.method, url));
     });
     await app.register(swaggerUi, {
       routePrefix: DOCS_PREFIX,

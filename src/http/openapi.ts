@@ -1,6 +1,42 @@
 import type { FastifyInstance } from 'fastify';
+import type { TSchema } from 'typebox';
 
 type Json = Record<string, unknown>;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The request headers as the document states them, where the handler (not the schema) checks
+     * their bounds so as to report them in its own order.
+     */
+    documentedHeaders?: TSchema;
+  }
+}
+
+/** The document's tags, in the order readers meet them; every tag an operation uses is listed. */
+const TAGS: { name: string; description: string }[] = [
+  { name: 'me', description: 'The team and API key making the request' },
+  { name: 'tools', description: 'The tools this key can see, their inputs and price ranges' },
+  { name: 'files', description: 'Uploading media in parts, for the media inputs of runs' },
+  { name: 'runs', description: 'Pricing, starting, following and canceling runs, and downloading their outputs' },
+  { name: 'webhooks', description: 'Endpoints that receive signed run events' },
+  { name: 'system', description: 'Liveness, readiness and this document' },
+];
+
+/**
+ * @fastify/swagger's per-route transform: secured routes name the bearer scheme, and routes with
+ * documentedHeaders state those instead of the headers their schema validates.
+ */
+export function openApiTransform({ schema, url, route }: { schema: unknown; url: string; route: { config?: unknown } }): {
+  schema: Json;
+  url: string;
+} {
+  const out = { ...(schema as Json) };
+  const config = (route.config ?? {}) as { scope?: string; documentedHeaders?: TSchema };
+  if (config.scope) out.security = [{ bearerAuth: [] }];
+  if (config.documentedHeaders) out.headers = config.documentedHeaders;
+  return { schema: out, url };
+}
 
 /**
  * What the service POSTs to webhook endpoints (OpenAPI 3.1 `webhooks`): the event envelope with
@@ -74,11 +110,15 @@ export function buildOpenApiDocument(app: FastifyInstance): Json {
     RateLimitReset: { description: 'Seconds until the bucket is full again.', schema: { type: 'integer' } },
     RetryAfter: { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
   };
+  const schemas = components.schemas as Record<string, Json>;
   const paths = (doc.paths ?? {}) as Record<string, Record<string, Json>>;
+  const used = new Set<string>();
   for (const ops of Object.values(paths)) {
     for (const op of Object.values(ops)) {
+      for (const tag of (op.tags ?? []) as string[]) used.add(tag);
       const secured = Array.isArray(op.security) && op.security.length > 0;
       for (const [status, response] of Object.entries((op.responses ?? {}) as Record<string, Json>)) {
+        if (status.startsWith('2')) exampleFromComponent(response, schemas);
         const headers = (response.headers ??= {}) as Json;
         headers['X-Request-Id'] = { $ref: '#/components/headers/XRequestId' };
         if (secured) {
@@ -91,5 +131,18 @@ export function buildOpenApiDocument(app: FastifyInstance): Json {
       }
     }
   }
+  doc.tags = [...TAGS.filter((t) => used.has(t.name)), ...[...used].filter((name) => !TAGS.some((t) => t.name === name)).map((name) => ({ name }))];
   return doc;
+}
+
+/**
+ * A success response whose schema is a component gets the component's first example as its own
+ * (a $ref in a response cannot carry one; the component keeps it for readers of the schema).
+ */
+function exampleFromComponent(response: Json, schemas: Record<string, Json>): void {
+  const media = (response.content as Record<string, Json> | undefined)?.['application/json'];
+  const ref = (media?.schema as Json | undefined)?.$ref;
+  if (!media || media.example !== undefined || typeof ref !== 'string') return;
+  const examples = schemas[ref.replace('#/components/schemas/', '')]?.examples;
+  if (Array.isArray(examples) && examples.length > 0) media.example = examples[0];
 }

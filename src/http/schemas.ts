@@ -5,8 +5,8 @@ import { ERROR_STATUS, type ErrorCode } from './errors.js';
  * A UUID in a path. The pattern as well as the format: Ajv's uuid format also admits
  * `urn:uuid:...`, which PostgreSQL does not take.
  */
-export const PathUuid = () =>
-  Type.String({ format: 'uuid', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' });
+export const PathUuid = (description: string) =>
+  Type.String({ format: 'uuid', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$', description });
 
 export const FieldErrorSchema = Type.Object(
   {
@@ -40,6 +40,7 @@ const STATUS_TEXT: Record<number, string> = {
   402: 'The team lacks the Sparks this run holds.',
   403: 'The plan, scope or role does not allow this call.',
   404: 'Not found.',
+  408: 'The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace.',
   409: 'Conflict with the current state.',
   413: 'The body is too large.',
   415: 'The body is not application/json.',
@@ -49,15 +50,30 @@ const STATUS_TEXT: Record<number, string> = {
   503: 'The service is temporarily unavailable; retry with backoff.',
 };
 
+/**
+ * What any request can get, whatever its route: its headers did not arrive in time (408), or the
+ * server is shutting down (503).
+ */
+const ANY_REQUEST: ErrorCode[] = ['request_timeout', 'service_unavailable'];
+
+/** Error responses of a route that reads nothing from the request and touches nothing. */
+export function anyRequestErrorResponses(): Record<number, TSchema> {
+  return byStatus(ANY_REQUEST);
+}
+
 /** Error responses for a route, by status, each described by the codes it may carry. */
 export function errorResponses(...codes: ErrorCode[]): Record<number, TSchema> {
-  const byStatus = new Map<number, string[]>();
-  for (const code of ['invalid_request', 'internal_error', 'service_unavailable', ...codes] as ErrorCode[]) {
+  return byStatus(['invalid_request', 'internal_error', ...ANY_REQUEST, ...codes]);
+}
+
+function byStatus(codes: ErrorCode[]): Record<number, TSchema> {
+  const grouped = new Map<number, string[]>();
+  for (const code of codes) {
     const status = ERROR_STATUS[code];
-    byStatus.set(status, [...new Set([...(byStatus.get(status) ?? []), code])]);
+    grouped.set(status, [...new Set([...(grouped.get(status) ?? []), code])]);
   }
   const out: Record<number, TSchema> = {};
-  for (const [status, list] of byStatus) {
+  for (const [status, list] of [...grouped].sort(([a], [b]) => a - b)) {
     out[status] = Type.Ref('ErrorResponse', {
       description: `${STATUS_TEXT[status] ?? 'Error.'} Codes: ${list.join(', ')}.`,
     });

@@ -2,15 +2,23 @@ import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Db } from '../db/pool.js';
 import { ApiError } from './errors.js';
-import { errorResponses } from './schemas.js';
+import { anyRequestErrorResponses, errorResponses } from './schemas.js';
 
-const Health = Type.Object({ status: Type.String() }, { additionalProperties: false });
+const health = (description: string) =>
+  Type.Object({ status: Type.String() }, { additionalProperties: false, description, examples: [{ status: 'ok' }] });
 
 export function systemRoutes(deps: { db: Db; openapi: () => Record<string, unknown> }): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       '/healthz',
-      { schema: { operationId: 'healthz', summary: 'Liveness', tags: ['system'], response: { 200: Health } } },
+      {
+        schema: {
+          operationId: 'healthz',
+          summary: 'Liveness',
+          tags: ['system'],
+          response: { 200: health('The process is up and serving'), ...anyRequestErrorResponses() },
+        },
+      },
       async () => ({ status: 'ok' }),
     );
     app.get(
@@ -20,7 +28,7 @@ export function systemRoutes(deps: { db: Db; openapi: () => Record<string, unkno
           operationId: 'readyz',
           summary: 'Readiness: the database answers',
           tags: ['system'],
-          response: { 200: Health, ...errorResponses('service_unavailable') },
+          response: { 200: health('The database answers: the service can serve requests'), ...errorResponses('service_unavailable') },
         },
       },
       async () => {
@@ -39,7 +47,17 @@ export function systemRoutes(deps: { db: Db; openapi: () => Record<string, unkno
           operationId: 'getOpenApi',
           summary: 'This OpenAPI 3.1 document',
           tags: ['system'],
-          response: { 200: Type.Object({}, { additionalProperties: true }) },
+          response: {
+            200: Type.Object(
+              {},
+              {
+                additionalProperties: true,
+                description: 'The OpenAPI 3.1 document of this service',
+                examples: [{ openapi: '3.1.0', info: { title: 'Tool-Run API', version: '1' }, paths: {} }],
+              },
+            ),
+            ...anyRequestErrorResponses(),
+          },
         },
       },
       async () => deps.openapi(),

@@ -1,5 +1,6 @@
 import type { FastifySchemaValidationError } from 'fastify/types/schema.js';
 import type { FieldError, Loc } from './errors.js';
+import { count, itemPosition } from './wording.js';
 
 const CONTEXT_LOC: Record<string, string> = {
   body: 'body',
@@ -39,18 +40,18 @@ function describe(e: FastifySchemaValidationError): Described {
     case 'type':
       return { message: `must be ${typeNames(p.type).join(' or ')}`, code: 'wrong_type' };
     case 'minLength':
-      return { message: `must be at least ${String(p.limit)} characters`, code: 'too_short' };
+      return { message: `must be at least ${count(Number(p.limit), 'character')}`, code: 'too_short' };
     case 'maxLength':
-      return { message: `must be at most ${String(p.limit)} characters`, code: 'too_long' };
+      return { message: `must be at most ${count(Number(p.limit), 'character')}`, code: 'too_long' };
     case 'minimum':
     case 'maximum':
     case 'exclusiveMinimum':
     case 'exclusiveMaximum':
       return { message: `must be ${String(p.comparison)} ${String(p.limit)}`, code: 'out_of_range' };
     case 'minItems':
-      return { message: `must have at least ${String(p.limit)} items`, code: 'too_few' };
+      return { message: `must have at least ${count(Number(p.limit), 'item')}`, code: 'too_few' };
     case 'maxItems':
-      return { message: `must have at most ${String(p.limit)} items`, code: 'too_many' };
+      return { message: `must have at most ${count(Number(p.limit), 'item')}`, code: 'too_many' };
     case 'uniqueItems':
       return { message: 'must not contain duplicates', code: 'duplicate' };
     case 'format':
@@ -120,5 +121,23 @@ export function fieldErrors(errors: FastifySchemaValidationError[], context: str
   if (byLoc.size === 0) {
     byLoc.set(root, { loc: [root], message: 'is invalid', code: 'invalid' });
   }
-  return [...byLoc.values()];
+  return endAtFields([...byLoc.values()]);
+}
+
+/**
+ * The spec: loc's last entry names the field. A problem with an item of a list (["body",
+ * "events", 1]) is said of the list, the message naming the item; one entry per field, the
+ * first item's problem.
+ */
+function endAtFields(errors: FieldError[]): FieldError[] {
+  const byField = new Map<string, FieldError>();
+  for (const e of errors) {
+    let end = e.loc.length;
+    while (end > 1 && typeof e.loc[end - 1] === 'number') end--;
+    const indexes = e.loc.slice(end) as number[];
+    const folded = indexes.length ? { ...e, loc: e.loc.slice(0, end), message: `${itemPosition(indexes)}: ${e.message}` } : e;
+    const key = JSON.stringify(folded.loc);
+    if (!byField.has(key)) byField.set(key, folded);
+  }
+  return [...byField.values()];
 }

@@ -22,7 +22,19 @@ export const MeSchema = Type.Object(
     ),
     sparks_available: Type.Integer({ description: 'Sparks the team can spend now (holds already taken out)' }),
   },
-  { additionalProperties: false, $id: 'Me', title: 'me' },
+  {
+    additionalProperties: false,
+    $id: 'Me',
+    title: 'me',
+    examples: [
+      {
+        object: 'me',
+        team: { id: '1f2e3d4c-5b6a-4978-8695-a4b3c2d1e0f9', name: 'Acme Studio', plan: 'pro' },
+        api_key: { id: '3c2b1a09-8f7e-4d6c-9b5a-493827161504', name: 'render farm', prefix: 'Xy7Qp2Lm', scopes: ['read', 'run'], rate_limit_per_minute: 60 },
+        sparks_available: 1200,
+      },
+    ],
+  },
 );
 export type Me = Static<typeof MeSchema>;
 
@@ -35,7 +47,7 @@ export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getMe',
         summary: 'The team and API key making the request',
         tags: ['me'],
-        response: { 200: Type.Ref('Me'), ...errorResponses(...AUTH_ERRORS) },
+        response: { 200: Type.Ref('Me', { description: "The key's team, with its plan and available Sparks, and the key itself" }), ...errorResponses(...AUTH_ERRORS) },
       },
     },
     async (request) => {

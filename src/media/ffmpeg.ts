@@ -214,7 +214,7 @@ export async function runFfmpeg(job: FfmpegJob): Promise<void> {
 export function sizeText(bytes: number): string {
   const units: [number, string][] = [[1024 ** 3, 'GiB'], [1024 ** 2, 'MiB'], [1024, 'KiB']];
   for (const [size, unit] of units) if (bytes >= size) return `${Math.round((bytes / size) * 10) / 10} ${unit}`;
-  return `${bytes} bytes`;
+  return bytes === 1 ? '1 byte' : `${bytes} bytes`;
 }
 
 /** What a run needs to know about a video file, read by ffprobe when the run starts. */

@@ -28,11 +28,16 @@ function refuse(request: FastifyRequest, reply: FastifyReply, status: number, co
  * so it never touches a key's rate limit, and it is left out of the OpenAPI document: it is for
  * operators, not API clients.
  */
-export function metricsRoutes(deps: { metrics: Metrics; token: string | null }): FastifyPluginAsync {
+export function metricsRoutes(deps: {
+  metrics: Metrics;
+  token: string | null;
+  /** The message of the 404 the route answers when off: the server's own, as for any unknown path. */
+  notFoundMessage: (method: string, url: string) => string;
+}): FastifyPluginAsync {
   return async (app) => {
     app.get(METRICS_PATH, { schema: { hide: true } }, async (request, reply) => {
       if (deps.token === null) {
-        return refuse(request, reply, 404, 'not_found', `No route ${request.method} ${METRICS_PATH}. Every path starts with /v1.`);
+        return refuse(request, reply, 404, 'not_found', deps.notFoundMessage(request.method, METRICS_PATH));
       }
       if (!metricsTokenMatches(request.headers.authorization, deps.token)) {
         reply.header('WWW-Authenticate', 'Bearer realm="metrics"');

@@ -40,7 +40,7 @@ export async function startMetricsServer(opts: {
     request.log.error({ err }, 'metrics request failed');
     return reply.status(500).send(envelope(request.id, 'internal_error', 'Reading the metrics failed; see the worker log.'));
   });
-  await app.register(metricsRoutes({ metrics: opts.metrics, token: opts.token }));
+  await app.register(metricsRoutes({ metrics: opts.metrics, token: opts.token, notFoundMessage: () => `This port serves only GET ${METRICS_PATH}.` }));
   await app.listen({ host: opts.host, port: opts.port });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : opts.port;

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { getTeamFiles, type FileRow } from '../files/repository.js';
 import type { FieldError } from '../http/errors.js';
+import { atItem, count } from '../http/wording.js';
 import { MEDIA_KINDS, type MediaInfo, type PricingInput, type ToolManifest, type ToolSlot } from '../tools/manifest.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -20,8 +21,13 @@ export interface ResolvedInputs {
   files: Record<string, FileRow[]>;
 }
 
-function loc(slot: string, index?: number): (string | number)[] {
-  return index === undefined ? ['body', 'inputs', slot] : ['body', 'inputs', slot, index];
+/** Where a slot's problem is: the slot itself, also for one item of a list (the message names the item). */
+function loc(slot: string): (string | number)[] {
+  return ['body', 'inputs', slot];
+}
+
+function itemError(slot: ToolSlot, index: number, message: string, code: string): FieldError {
+  return { loc: loc(slot.name), message: atItem(index, message), code };
 }
 
 function infoOf(f: FileRow): MediaInfo {
@@ -63,7 +69,8 @@ function checkScalar(slot: ToolSlot, value: unknown): FieldError | null {
       if (value.includes('\u0000')) return { loc: loc(slot.name), message: 'must not contain the NUL character', code: 'invalid_character' };
       const maxLength = typeof c.max_length === 'number' ? c.max_length : 10_000;
       if (value.length < 1 || value.length > maxLength) {
-        return { loc: loc(slot.name), message: `must be 1 to ${maxLength} characters`, code: value.length ? 'too_long' : 'too_short' };
+        const range = maxLength === 1 ? count(1, 'character') : `1 to ${count(maxLength, 'character')}`;
+        return { loc: loc(slot.name), message: `must be ${range}`, code: value.length ? 'too_long' : 'too_short' };
       }
       if (Array.isArray(c.schemes)) {
         let scheme = '';
@@ -83,6 +90,13 @@ function checkScalar(slot: ToolSlot, value: unknown): FieldError | null {
   }
 }
 
+/** How many values a list slot takes: "2 values", "at most 10 values", "2 to 10 values". */
+function takes(slot: ToolSlot): string {
+  if (slot.min === slot.max) return count(slot.max, 'value');
+  if (slot.min === 0) return `at most ${count(slot.max, 'value')}`;
+  return `${slot.min} to ${count(slot.max, 'value')}`;
+}
+
 function idList(slot: ToolSlot, value: unknown): { ids: string[] } | { error: FieldError } {
   if (!Array.isArray(value)) {
     return { error: { loc: loc(slot.name), message: `must be a list of ${slot.kind === 'element' ? 'element' : 'file'} ids`, code: 'wrong_type' } };
@@ -91,7 +105,7 @@ function idList(slot: ToolSlot, value: unknown): { ids: string[] } | { error: Fi
     return {
       error: {
         loc: loc(slot.name),
-        message: `takes ${slot.min === slot.max ? slot.min : `${slot.min} to ${slot.max}`} value${slot.max === 1 ? '' : 's'}, got ${value.length}`,
+        message: `takes ${takes(slot)}, got ${value.length}`,
         code: value.length < slot.min ? 'too_few' : 'too_many',
       },
     };
@@ -99,8 +113,8 @@ function idList(slot: ToolSlot, value: unknown): { ids: string[] } | { error: Fi
   const seen = new Set<string>();
   for (let i = 0; i < value.length; i++) {
     const id = value[i];
-    if (typeof id !== 'string' || !UUID.test(id)) return { error: { loc: loc(slot.name, i), message: 'must be an id (a UUID)', code: 'invalid_id' } };
-    if (seen.has(id.toLowerCase())) return { error: { loc: loc(slot.name, i), message: 'is listed twice', code: 'duplicate' } };
+    if (typeof id !== 'string' || !UUID.test(id)) return { error: itemError(slot, i, 'must be an id (a UUID)', 'invalid_id') };
+    if (seen.has(id.toLowerCase())) return { error: itemError(slot, i, 'is listed twice', 'duplicate') };
     seen.add(id.toLowerCase());
   }
   return { ids: value.map((id: string) => id.toLowerCase()) };
@@ -108,20 +122,14 @@ function idList(slot: ToolSlot, value: unknown): { ids: string[] } | { error: Fi
 
 function checkFile(slot: ToolSlot, f: FileRow | undefined, index: number): FieldError | null {
   if (!f || f.status === 'expired') {
-    return { loc: loc(slot.name, index), message: 'no such file in this team (unknown, of another team, or expired)', code: 'workspace_asset_not_found' };
+    return itemError(slot, index, 'no such file in this team (unknown, of another team, or expired)', 'workspace_asset_not_found');
   }
   if (f.status !== 'ready') {
-    return {
-      loc: loc(slot.name, index),
-      message:
-        f.status === 'uploading'
-          ? 'the upload is not complete'
-          : `the file was rejected: ${f.problem ?? 'it is not a decodable image, video or audio file'}`,
-      code: 'file_not_ready',
-    };
+    const why = f.status === 'uploading' ? 'the upload is not complete' : `the file was rejected: ${f.problem ?? 'it is not a decodable image, video or audio file'}`;
+    return itemError(slot, index, why, 'file_not_ready');
   }
   if (f.media_kind !== slot.kind) {
-    return { loc: loc(slot.name, index), message: `is ${f.media_kind === 'image' ? 'an' : 'a'} ${f.media_kind} file; this slot takes ${slot.kind}`, code: 'wrong_media_kind' };
+    return itemError(slot, index, `is ${f.media_kind === 'image' ? 'an' : 'a'} ${f.media_kind} file; this slot takes ${slot.kind}`, 'wrong_media_kind');
   }
   return null;
 }
@@ -185,7 +193,7 @@ export async function resolveInputs(
   for (const { slot, ids } of idSlots) {
     if (slot.kind === 'element') {
       const bad = ids.findIndex((id) => !elements.has(id));
-      if (bad >= 0) errors.push({ loc: loc(slot.name, bad), message: 'no such element in this team', code: 'workspace_asset_not_found' });
+      if (bad >= 0) errors.push(itemError(slot, bad, 'no such element in this team', 'workspace_asset_not_found'));
       continue;
     }
     let slotError: FieldError | null = null;

@@ -12,6 +12,7 @@ import {
   RunIdParamsSchema,
   RunOutputSchema,
   RunSchema,
+  StartHeadersDocumented,
   StartHeadersSchema,
   ToolIdParamsSchema,
 } from './schemas.js';
@@ -58,7 +59,7 @@ export function runRoutes(deps: RunsDeps): FastifyPluginAsyncTypebox {
           tags: ['runs'],
           params: ToolIdParamsSchema,
           body: RunBodySchema,
-          response: { 200: Type.Ref('Estimate'), ...errorResponses(...AUTH_ERRORS, ...TOOL_ERRORS, 'payload_too_large', 'unsupported_media_type') },
+          response: { 200: Type.Ref('Estimate', { description: 'The price of these inputs: what a run of them costs and holds' }), ...errorResponses(...AUTH_ERRORS, ...TOOL_ERRORS, 'payload_too_large', 'unsupported_media_type') },
         },
       },
       async (request) => estimate(deps, requireAuth(request), request.params.tool_id, runRequest(request)),
@@ -67,7 +68,7 @@ export function runRoutes(deps: RunsDeps): FastifyPluginAsyncTypebox {
     app.post(
       '/v1/tools/:tool_id/runs',
       {
-        config: { scope: 'run' },
+        config: { scope: 'run', documentedHeaders: StartHeadersDocumented },
         ...toolFirst(deps),
         schema: {
           operationId: 'startRun',
@@ -77,7 +78,9 @@ export function runRoutes(deps: RunsDeps): FastifyPluginAsyncTypebox {
           headers: StartHeadersSchema,
           body: RunBodySchema,
           response: {
-            202: Type.Ref('Run'),
+            202: Type.Ref('Run', {
+              description: 'The run, queued, its price held (a repeated Idempotency-Key: the run it started, with Idempotent-Replayed: true)',
+            }),
             ...errorResponses(...AUTH_ERRORS, ...TOOL_ERRORS, 'idempotency_key_reused', 'payload_too_large', 'unsupported_media_type'),
           },
         },
@@ -98,7 +101,7 @@ export function runRoutes(deps: RunsDeps): FastifyPluginAsyncTypebox {
           summary: "A run started with this team's keys; poll every 2 to 5 seconds until it is final",
           tags: ['runs'],
           params: RunIdParamsSchema,
-          response: { 200: Type.Ref('Run'), ...errorResponses(...AUTH_ERRORS, 'run_not_found') },
+          response: { 200: Type.Ref('Run', { description: 'The run as it is now' }), ...errorResponses(...AUTH_ERRORS, 'run_not_found') },
         },
       },
       async (request) => getRun(deps, requireAuth(request).teamId, request.params.run_id),
@@ -114,7 +117,10 @@ export function runRoutes(deps: RunsDeps): FastifyPluginAsyncTypebox {
           tags: ['runs'],
           params: RunIdParamsSchema,
           // No body is defined, but a POST may carry one: it is parsed (JSON only, within the limit).
-          response: { 200: Type.Ref('Run'), ...errorResponses(...AUTH_ERRORS, 'run_not_found', 'run_not_cancelable', 'payload_too_large', 'unsupported_media_type') },
+          response: {
+            200: Type.Ref('Run', { description: 'The run, canceled (one canceled before is returned as it is)' }),
+            ...errorResponses(...AUTH_ERRORS, 'run_not_found', 'run_not_cancelable', 'payload_too_large', 'unsupported_media_type'),
+          },
         },
       },
       async (request) => cancelRun(deps, requireAuth(request).teamId, request.params.run_id),
@@ -129,7 +135,7 @@ export function runRoutes(deps: RunsDeps): FastifyPluginAsyncTypebox {
           summary: 'A short-lived signed download URL for one output of a succeeded run',
           tags: ['runs'],
           params: OutputParamsSchema,
-          response: { 200: Type.Ref('OutputUrl'), ...errorResponses(...AUTH_ERRORS, 'run_not_found', 'output_not_found', 'output_not_ready') },
+          response: { 200: Type.Ref('OutputUrl', { description: 'A signed URL that downloads the output until it expires' }), ...errorResponses(...AUTH_ERRORS, 'run_not_found', 'output_not_found', 'output_not_ready') },
         },
       },
       async (request) => outputUrl(deps, requireAuth(request).teamId, request.params.run_id, request.params.asset_id),

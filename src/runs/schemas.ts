@@ -1,6 +1,12 @@
 import { Type, type Static } from 'typebox';
 import { PathUuid } from '../http/schemas.js';
 
+/** Ids the examples of the OpenAPI document use. */
+const EXAMPLE_FILE_ID = '0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c';
+const EXAMPLE_RUN_ID = '5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d';
+const EXAMPLE_ASSET_ID = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
+const EXAMPLE_KEY_ID = '3c2b1a09-8f7e-4d6c-9b5a-493827161504';
+
 export const RunBodySchema = Type.Object(
   {
     inputs: Type.Optional(
@@ -12,22 +18,32 @@ export const RunBodySchema = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ inputs: { image: [EXAMPLE_FILE_ID] } }] },
 );
 export type RunBody = Static<typeof RunBodySchema>;
 
-export const ToolIdParamsSchema = Type.Object({ tool_id: Type.String({ minLength: 1, maxLength: 100 }) });
-export const RunIdParamsSchema = Type.Object({ run_id: PathUuid() });
+export const ToolIdParamsSchema = Type.Object({
+  tool_id: Type.String({ minLength: 1, maxLength: 100, description: 'The id of a tool from GET /v1/tools, e.g. image_upscale' }),
+});
+const RUN_ID = 'The id of a run started with this team\'s API keys';
+export const RunIdParamsSchema = Type.Object({ run_id: PathUuid(RUN_ID) });
 export const OutputParamsSchema = Type.Object({
-  run_id: PathUuid(),
-  asset_id: PathUuid(),
+  run_id: PathUuid(RUN_ID),
+  asset_id: PathUuid("The asset_id of one of the run's outputs"),
 });
 
+const IDEMPOTENCY_KEY =
+  'At most 255 characters. Repeating a key returns the run already started, with Idempotent-Replayed: true';
+
 export const StartHeadersSchema = Type.Object({
-  // Length (at most 255) is checked in the handler, so that a bad tool answers 404 first.
-  'idempotency-key': Type.Optional(
-    Type.String({ description: 'At most 255 characters. Repeating a key returns the run already started, with Idempotent-Replayed: true' }),
-  ),
+  // Length (at most 255) is checked in the handler, so that a bad tool answers 404 first and a
+  // long key is reported with the body's problems; StartHeadersDocumented states it.
+  'idempotency-key': Type.Optional(Type.String({ description: IDEMPOTENCY_KEY })),
+});
+
+/** The start headers as the OpenAPI document states them: with the bounds the handler checks. */
+export const StartHeadersDocumented = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: IDEMPOTENCY_KEY })),
 });
 
 export const EstimateSchema = Type.Object(
@@ -38,7 +54,12 @@ export const EstimateSchema = Type.Object(
     sparks: Type.Integer({ description: 'Expected cost; a successful run of these inputs costs exactly this' }),
     reserve_sparks: Type.Integer({ description: 'Held from the balance while the run works; unused Sparks are refunded' }),
   },
-  { additionalProperties: false, $id: 'Estimate', title: 'estimate' },
+  {
+    additionalProperties: false,
+    $id: 'Estimate',
+    title: 'estimate',
+    examples: [{ object: 'estimate', tool_id: 'image_upscale', product_id: 'image_upscale', sparks: 3, reserve_sparks: 3 }],
+  },
 );
 export type Estimate = Static<typeof EstimateSchema>;
 
@@ -78,7 +99,38 @@ export const RunSchema = Type.Object(
     started_at: nullable(Type.String({ format: 'date-time' })),
     finished_at: nullable(Type.String({ format: 'date-time' })),
   },
-  { additionalProperties: false, $id: 'Run', title: 'run' },
+  {
+    additionalProperties: false,
+    $id: 'Run',
+    title: 'run',
+    examples: [
+      {
+        object: 'run',
+        id: EXAMPLE_RUN_ID,
+        tool_id: 'image_upscale',
+        product_id: 'image_upscale',
+        status: 'succeeded',
+        progress: 1,
+        cost_sparks: 3,
+        outputs: [
+          {
+            asset_id: EXAMPLE_ASSET_ID,
+            mime_type: 'image/png',
+            width: 1280,
+            height: 960,
+            duration_seconds: null,
+            size_bytes: 1843202,
+            file_name: 'photo-upscaled.png',
+          },
+        ],
+        error: null,
+        api_key_id: EXAMPLE_KEY_ID,
+        created_at: '2025-05-01T09:30:00.000Z',
+        started_at: '2025-05-01T09:30:01.250Z',
+        finished_at: '2025-05-01T09:30:03.900Z',
+      },
+    ],
+  },
 );
 export type Run = Static<typeof RunSchema>;
 
@@ -89,6 +141,18 @@ export const OutputUrlSchema = Type.Object(
     url: Type.String({ description: 'Signed download URL; fetch straight away' }),
     expires_in_seconds: Type.Integer({ description: 'How long the URL works; then ask for a new one' }),
   },
-  { additionalProperties: false, $id: 'OutputUrl', title: 'output_url' },
+  {
+    additionalProperties: false,
+    $id: 'OutputUrl',
+    title: 'output_url',
+    examples: [
+      {
+        object: 'output_url',
+        asset_id: EXAMPLE_ASSET_ID,
+        url: `https://toolrun.example.com/storage/objects/outputs/${EXAMPLE_RUN_ID}/photo-upscaled.png?expires=1746092100&signature=3f9a0c`,
+        expires_in_seconds: 300,
+      },
+    ],
+  },
 );
 export type OutputUrl = Static<typeof OutputUrlSchema>;

@@ -3,6 +3,7 @@ import type { KeyContext } from '../auth/repository.js';
 import type { Config } from '../config/config.js';
 import type { Db, Queryable } from '../db/pool.js';
 import { ApiError, invalidRequest, type FieldError } from '../http/errors.js';
+import { count } from '../http/wording.js';
 import { holdForRun } from '../sparks/ledger.js';
 import type { Storage } from '../storage/storage.js';
 import type { ToolManifest } from '../tools/manifest.js';
@@ -117,7 +118,7 @@ async function price(deps: RunsDeps, tool: ToolManifest, auth: KeyContext, body:
 }
 
 function insufficient(needed: number, available: number): ApiError {
-  return new ApiError('insufficient_sparks', `This run holds ${needed} Sparks and the team has ${available} available.`, {
+  return new ApiError('insufficient_sparks', `This run holds ${count(needed, 'Spark')} and the team has ${available} available.`, {
     details: { needed_sparks: needed, available_sparks: available },
   });
 }
@@ -203,7 +204,7 @@ export async function startRun(deps: RunsDeps, auth: KeyContext, toolId: string,
     }
     if ((await runsThisHour(tx, auth.teamId)) >= team.runs_per_hour) {
       const retryAfter = secondsToNextHour();
-      throw new ApiError('rate_limited', `This team started its ${team.runs_per_hour} runs for this hour; retry in ${retryAfter} s.`, {
+      throw new ApiError('rate_limited', `This team started its ${count(team.runs_per_hour, 'run')} for this hour; retry in ${retryAfter} s.`, {
         // Every rate_limited answer carries the key's limit per minute, this one too.
         details: { limit_per_minute: auth.rateLimitPerMinute, limit_per_hour: team.runs_per_hour },
         headers: { 'Retry-After': String(retryAfter) },

@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import type { HttpTimeoutsConfig } from '../config/config.js';
 import { ApiError, envelope } from '../http/errors.js';
 import { boundedBody } from '../http/limits.js';
+import { count } from '../http/wording.js';
 import { LocalStorage, UploadNotFoundError } from './local.js';
 import { PartTooLargeError } from './local-parts.js';
 
@@ -28,7 +29,7 @@ function checkSignature(request: FastifyRequest, reply: FastifyReply, storage: L
 function partTooLarge(partNumber: number, limit: number): ApiError {
   return new ApiError(
     'payload_too_large',
-    `Part ${partNumber} may hold at most ${limit} bytes (part_size_bytes, or what size_bytes leaves for the last part).`,
+    `Part ${partNumber} may hold at most ${count(limit, 'byte')} (part_size_bytes, or what size_bytes leaves for the last part).`,
     { details: { max_bytes: limit } },
   );
 }

@@ -49,8 +49,12 @@ export interface ToolManifest {
   pipeline: boolean;
   /** Sparks for these inputs; an integer >= 1. */
   price(input: PricingInput): number;
-  /** Typical small and large runs; estimate_hint prices them with price(). */
-  hintCases: { min: PricingInput; max: PricingInput };
+  /**
+   * The cheapest and the dearest inputs the tool accepts (its slots' bounds, media within the
+   * upload limits, and its validate()): estimate_hint prices them with price(), so the hint
+   * contains what any run costs. A test prices many random valid inputs against the two.
+   */
+  priceRange: { cheapest: PricingInput; dearest: PricingInput };
   /** Checks across slots or against probed media (422 entries), after the per-slot checks. */
   validate?(input: PricingInput): FieldError[];
   /** The work itself; a tool without one is listed but fails its runs. */
@@ -113,7 +117,8 @@ export function image(width: number, height: number): MediaInfo {
   return { kind: 'image', width, height, durationSeconds: null };
 }
 
-export function video(width: number, height: number, durationSeconds: number): MediaInfo {
+/** A probed video; durationSeconds null when the probe could not tell the length. */
+export function video(width: number, height: number, durationSeconds: number | null): MediaInfo {
   return { kind: 'video', width, height, durationSeconds };
 }
 

@@ -30,8 +30,7 @@ export function createToolRegistry(tools: ToolManifest[] = builtinTools()): Tool
   };
 }
 
+/** What runs of the tool cost, from the cheapest to the dearest inputs it accepts. */
 export function estimateHint(tool: ToolManifest): { sparks_min: number; sparks_max: number } {
-  const a = tool.price(tool.hintCases.min);
-  const b = tool.price(tool.hintCases.max);
-  return { sparks_min: Math.min(a, b), sparks_max: Math.max(a, b) };
+  return { sparks_min: tool.price(tool.priceRange.cheapest), sparks_max: tool.price(tool.priceRange.dearest) };
 }

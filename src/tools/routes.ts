@@ -21,6 +21,22 @@ export const ToolInputSchema = Type.Object(
   { additionalProperties: false, $id: 'ToolInput', title: 'tool input' },
 );
 
+const EXAMPLE_TOOL = {
+  object: 'tool',
+  id: 'video_upscale',
+  name: 'Upscale video',
+  description: 'Upscales a video to 1080p or 4K with Lanczos scaling, keeping its aspect ratio, frame rate and audio.',
+  family: 'enhance',
+  inputs: [
+    { name: 'video', kind: 'video', required: true, min: 1, max: 1 },
+    { name: 'target', kind: 'enum', required: false, min: 0, max: 1, choices: ['1080p', '4k'], default: '1080p' },
+  ],
+  output_kind: 'video',
+  consent: 'none',
+  allowed: true,
+  estimate_hint: { sparks_min: 2, sparks_max: 8640 },
+};
+
 export const ToolSchema = Type.Object(
   {
     object: Type.Literal('tool'),
@@ -34,16 +50,21 @@ export const ToolSchema = Type.Object(
     allowed: Type.Boolean({ description: "false when the team's plan does not include the tool" }),
     estimate_hint: Type.Object(
       { sparks_min: Type.Integer(), sparks_max: Type.Integer() },
-      { additionalProperties: false, description: 'Typical price range of a run, not the exact price' },
+      {
+        additionalProperties: false,
+        description:
+          'What a run of the tool costs, from the cheapest inputs it accepts to the dearest (files within the upload limits); ' +
+          'not the price of yours: the estimate gives that',
+      },
     ),
   },
-  { additionalProperties: false, $id: 'Tool', title: 'tool' },
+  { additionalProperties: false, $id: 'Tool', title: 'tool', examples: [EXAMPLE_TOOL] },
 );
 export type Tool = Static<typeof ToolSchema>;
 
 const ToolListSchema = Type.Object(
   { object: Type.Literal('list'), data: Type.Array(Type.Ref('Tool')) },
-  { additionalProperties: false, $id: 'ToolList', title: 'list of tool' },
+  { additionalProperties: false, $id: 'ToolList', title: 'list of tool', examples: [{ object: 'list', data: [EXAMPLE_TOOL] }] },
 );
 
 export function toolResource(tool: ToolManifest, allowed: boolean): Tool {
@@ -86,7 +107,10 @@ export function toolRoutes(registry: ToolRegistry): FastifyPluginAsyncTypebox {
           operationId: 'listTools',
           summary: 'Tools this key can see',
           tags: ['tools'],
-          response: { 200: Type.Ref('ToolList'), ...errorResponses(...AUTH_ERRORS) },
+          response: {
+            200: Type.Ref('ToolList', { description: 'Every tool offered over the API, with allowed: false for those the plan does not include' }),
+            ...errorResponses(...AUTH_ERRORS),
+          },
         },
       },
       async (request) => {

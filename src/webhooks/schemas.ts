@@ -4,6 +4,17 @@ import { PathUuid } from '../http/schemas.js';
 export const RUN_EVENT_TYPES = ['run.succeeded', 'run.failed', 'run.canceled'] as const;
 export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
 
+/** Values the examples of the OpenAPI document use. */
+const EXAMPLE_ENDPOINT_ID = '7f3e2d1c-0b9a-4877-a665-544332211009';
+const EXAMPLE_ENDPOINT = {
+  object: 'webhook_endpoint',
+  id: EXAMPLE_ENDPOINT_ID,
+  url: 'https://hooks.example.com/toolrun',
+  events: ['run.succeeded', 'run.failed'],
+  enabled: true,
+  created_at: '2025-05-01T09:00:00.000Z',
+};
+
 const EventList = Type.Array(Type.String({ enum: [...RUN_EVENT_TYPES] }), {
   minItems: 1,
   uniqueItems: true,
@@ -16,7 +27,7 @@ export const CreateEndpointBodySchema = Type.Object(
     url: Type.String({ description: 'An HTTPS URL on a public host, at most 2048 characters' }),
     events: Type.Optional(Type.Union([EventList, Type.Null()])),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ url: EXAMPLE_ENDPOINT.url, events: EXAMPLE_ENDPOINT.events }] },
 );
 export type CreateEndpointBody = Static<typeof CreateEndpointBodySchema>;
 
@@ -25,12 +36,12 @@ export const UpdateEndpointBodySchema = Type.Object(
     enabled: Type.Optional(Type.Union([Type.Boolean(), Type.Null()], { description: 'false pauses and drops pending deliveries; true resumes' })),
     events: Type.Optional(Type.Union([EventList, Type.Null()], { description: "Replaces the endpoint's events" })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ enabled: false }] },
 );
 export type UpdateEndpointBody = Static<typeof UpdateEndpointBodySchema>;
 
 // PathUuid, not a bare uuid format: Ajv's admits urn:uuid:..., which PostgreSQL refuses (a 500).
-export const EndpointIdParamsSchema = Type.Object({ endpoint_id: PathUuid() });
+export const EndpointIdParamsSchema = Type.Object({ endpoint_id: PathUuid('The id of one of the team\'s webhook endpoints') });
 
 const endpointFields = {
   object: Type.Literal('webhook_endpoint'),
@@ -45,18 +56,24 @@ export const WebhookEndpointSchema = Type.Object(endpointFields, {
   additionalProperties: false,
   $id: 'WebhookEndpoint',
   title: 'webhook_endpoint',
+  examples: [EXAMPLE_ENDPOINT],
 });
 export type WebhookEndpoint = Static<typeof WebhookEndpointSchema>;
 
 export const CreatedWebhookEndpointSchema = Type.Object(
   { ...endpointFields, signing_secret: Type.String({ description: 'Shown once; verifies the Service-Signature header' }) },
-  { additionalProperties: false, $id: 'CreatedWebhookEndpoint', title: 'webhook_endpoint (with signing_secret)' },
+  {
+    additionalProperties: false,
+    $id: 'CreatedWebhookEndpoint',
+    title: 'webhook_endpoint (with signing_secret)',
+    examples: [{ ...EXAMPLE_ENDPOINT, signing_secret: 'whsec_Jq3vX9kL2mN8pR4sT6uW0yA1bC5dE7fG9hI2jK4l' }],
+  },
 );
 export type CreatedWebhookEndpoint = Static<typeof CreatedWebhookEndpointSchema>;
 
 export const WebhookEndpointListSchema = Type.Object(
   { object: Type.Literal('list'), data: Type.Array(Type.Ref('WebhookEndpoint')) },
-  { additionalProperties: false, $id: 'WebhookEndpointList', title: 'list of webhook_endpoint' },
+  { additionalProperties: false, $id: 'WebhookEndpointList', title: 'list of webhook_endpoint', examples: [{ object: 'list', data: [EXAMPLE_ENDPOINT] }] },
 );
 
 export const WebhookTestSchema = Type.Object(
@@ -68,11 +85,23 @@ export const WebhookTestSchema = Type.Object(
     duration_ms: Type.Integer(),
     error: Type.Union([Type.String(), Type.Null()]),
   },
-  { additionalProperties: false, $id: 'WebhookTest', title: 'webhook_test' },
+  {
+    additionalProperties: false,
+    $id: 'WebhookTest',
+    title: 'webhook_test',
+    examples: [
+      { object: 'webhook_test', delivery_id: '2d4c6e8a-1b3f-4d5e-a7c9-0e2f4a6c8e1b', delivered: true, response_code: 200, duration_ms: 182, error: null },
+    ],
+  },
 );
 export type WebhookTest = Static<typeof WebhookTestSchema>;
 
 export const DeletedSchema = Type.Object(
-  { object: Type.Literal('deleted'), id: Type.String(), deleted: Type.Boolean() },
-  { additionalProperties: false, $id: 'Deleted', title: 'deleted' },
+  {
+    object: Type.Literal('deleted'),
+    id: Type.String({ description: 'Id of what was deleted' }),
+    // The spec: optional, default true (this service always sends it).
+    deleted: Type.Optional(Type.Boolean({ default: true })),
+  },
+  { additionalProperties: false, $id: 'Deleted', title: 'deleted', examples: [{ object: 'deleted', id: EXAMPLE_ENDPOINT_ID, deleted: true }] },
 );

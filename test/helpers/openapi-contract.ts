@@ -146,6 +146,12 @@ export class Contract {
     }
   }
 
+  /** Errors of value against a schema of the document ($refs to its components resolved); null when it validates. */
+  schemaErrors(key: string, schema: unknown, value: unknown): string | null {
+    const fn = this.validator(key, schema);
+    return fn(value) ? null : this.ajv.errorsText(fn.errors);
+  }
+
   /** Throws unless the response is what the document says this request can get. */
   check(method: string, url: string, res: ResponseLike): void {
     const where = `${method} ${url} -> ${res.statusCode}`;

@@ -31,7 +31,7 @@ export const testCopy: ToolManifest = {
   plans: ['plus', 'pro', 'team'],
   pipeline: false,
   price: (input) => 2 + Math.ceil(megapixels(input.media.image?.[0])),
-  hintCases: { min: { values: {}, media: {}, durationHint: null }, max: { values: {}, media: {}, durationHint: null } },
+  priceRange: { cheapest: { values: {}, media: {}, durationHint: null }, dearest: { values: {}, media: {}, durationHint: null } },
   run: async (ctx) => {
     const mode = String(ctx.values.mode ?? 'ok');
     const image = ctx.files.image?.[0];

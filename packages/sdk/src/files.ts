@@ -75,7 +75,7 @@ export class Files {
   /**
    * The whole upload: asks for part URLs, PUTs the parts in parallel (a failed part is sent
    * again, with backoff), keeps each part's ETag, and completes. Resolves with the file; its
-   * `status` is `ready` (usable in media inputs) or `rejected` (not a decodable media file).
+   * `status` is `ready` (usable in media inputs) or `rejected` (not a decodable media file; `problem` says why).
    */
   async upload(input: string | Uint8Array, opts: UploadOptions = {}): Promise<FileObject> {
     const source = await openSource(input);

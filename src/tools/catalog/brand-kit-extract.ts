@@ -19,9 +19,10 @@ export const brandKitExtract: ToolManifest = {
   pipeline: false,
   // 5 Sparks for a page, 1 per image.
   price: (input) => (typeof input.values.url === 'string' ? 5 : 0) + (input.media.files?.length ?? 0) || 1,
-  hintCases: {
-    min: { values: { url: 'https://example.com' }, media: {}, durationHint: null },
-    max: { values: { url: 'https://example.com' }, media: { files: Array.from({ length: 10 }, () => image(2000, 2000)) }, durationHint: null },
+  // One image and no page; a page and ten images.
+  priceRange: {
+    cheapest: { values: {}, media: { files: [image(1, 1)] }, durationHint: null },
+    dearest: { values: { url: 'https://example.com' }, media: { files: Array.from({ length: 10 }, () => image(1, 1)) }, durationHint: null },
   },
   validate: validateBrandKitInputs,
   run: createBrandKitRunner(),

@@ -37,9 +37,10 @@ export const imageColorGrade: ToolManifest = {
   pipeline: false,
   // 1 Spark plus 1 per started 4 megapixels.
   price: (input) => 1 + Math.ceil(megapixels(input.media.image?.[0]) / 4),
-  hintCases: {
-    min: { values: {}, media: { image: [image(1024, 768)] }, durationHint: null },
-    max: { values: {}, media: { image: [image(6000, 4000)] }, durationHint: null },
+  // One pixel; the largest image validate() lets through (64 MP).
+  priceRange: {
+    cheapest: { values: {}, media: { image: [image(1, 1)] }, durationHint: null },
+    dearest: { values: {}, media: { image: [image(8000, 8000)] }, durationHint: null },
   },
   validate: (input) => validateGrade(input.media.image),
   run: (ctx) => runGrade(ctx, TIMEOUT_SECONDS),

@@ -28,9 +28,10 @@ export const imageUpscale: ToolManifest = {
   pipeline: false,
   // 2 Sparks plus 1 per started input megapixel.
   price: (input) => 2 + Math.ceil(megapixels(input.media.image?.[0])),
-  hintCases: {
-    min: { values: {}, media: { image: [image(1024, 768)] }, durationHint: null },
-    max: { values: {}, media: { image: [image(4000, 4000)] }, durationHint: null },
+  // One pixel; the largest input whose output fits (16 MP in, 64 MP out).
+  priceRange: {
+    cheapest: { values: {}, media: { image: [image(1, 1)] }, durationHint: null },
+    dearest: { values: {}, media: { image: [image(4000, 4000)] }, durationHint: null },
   },
   // Output at most 8192 px a side and 64 MP, from the probed (oriented) size.
   validate: (input) => validateUpscale(input.media.image),

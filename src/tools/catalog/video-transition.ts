@@ -1,3 +1,4 @@
+import { MAX_MEDIA_SECONDS } from '../../media/probe.js';
 import { video, type ToolManifest } from '../manifest.js';
 import { runTransition, TRANSITION_STYLES, TRANSITION_TIMEOUT_SECONDS, validateTransition } from '../video/transition.js';
 
@@ -32,9 +33,10 @@ export const videoTransition: ToolManifest = {
     const seconds = clips.reduce((sum, c) => sum + (c.durationSeconds ?? 0), 0) || (input.durationHint ?? 0);
     return Math.max(1, 2 * Math.max(clips.length, 2) + Math.ceil(seconds / 10));
   },
-  hintCases: {
-    min: { values: {}, media: { clips: [video(1280, 720, 5), video(1280, 720, 5)] }, durationHint: null },
-    max: { values: {}, media: { clips: Array.from({ length: 10 }, () => video(1920, 1080, 60)) }, durationHint: null },
+  // Two clips whose length the probe could not tell; ten clips of the longest length uploads take.
+  priceRange: {
+    cheapest: { values: {}, media: { clips: [video(1280, 720, null), video(1280, 720, null)] }, durationHint: null },
+    dearest: { values: {}, media: { clips: Array.from({ length: 10 }, () => video(1920, 1080, MAX_MEDIA_SECONDS)) }, durationHint: null },
   },
   validate: validateTransition,
   run: (ctx) => runTransition(ctx, { threads: ctx.limits.ffmpegThreads, maxOutputBytes: ctx.limits.maxOutputBytes }),

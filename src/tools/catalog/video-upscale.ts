@@ -1,3 +1,4 @@
+import { MAX_MEDIA_SECONDS } from '../../media/probe.js';
 import { stringValue, video, type ToolManifest } from '../manifest.js';
 import { runUpscale, UPSCALE_TIMEOUT_SECONDS, validateUpscale } from '../video/upscale.js';
 
@@ -23,9 +24,10 @@ export const videoUpscale: ToolManifest = {
     const per10 = stringValue(input, 'target', '1080p') === '4k' ? 6 : 2;
     return Math.max(1, Math.ceil(seconds / 10)) * per10;
   },
-  hintCases: {
-    min: { values: { target: '1080p' }, media: { video: [video(1280, 720, 10)] }, durationHint: null },
-    max: { values: { target: '4k' }, media: { video: [video(1920, 1080, 300)] }, durationHint: null },
+  // Up to 10 s to 1080p; the longest length uploads take, to 4K.
+  priceRange: {
+    cheapest: { values: { target: '1080p' }, media: { video: [video(1280, 720, 10)] }, durationHint: null },
+    dearest: { values: { target: '4k' }, media: { video: [video(1920, 1080, MAX_MEDIA_SECONDS)] }, durationHint: null },
   },
   validate: validateUpscale,
   run: (ctx) => runUpscale(ctx, { threads: ctx.limits.ffmpegThreads, maxOutputBytes: ctx.limits.maxOutputBytes }),

@@ -454,7 +454,21 @@ export type webhooks = {
 };
 export type components = {
     schemas: {
-        /** webhook_endpoint (with signing_secret) */
+        /**
+         * webhook_endpoint (with signing_secret)
+         * @example {
+         *       "object": "webhook_endpoint",
+         *       "id": "7f3e2d1c-0b9a-4877-a665-544332211009",
+         *       "url": "https://hooks.example.com/toolrun",
+         *       "events": [
+         *         "run.succeeded",
+         *         "run.failed"
+         *       ],
+         *       "enabled": true,
+         *       "created_at": "2025-05-01T09:00:00.000Z",
+         *       "signing_secret": "whsec_Jq3vX9kL2mN8pR4sT6uW0yA1bC5dE7fG9hI2jK4l"
+         *     }
+         */
         CreatedWebhookEndpoint: {
             /** Format: date-time */
             created_at: string;
@@ -469,9 +483,18 @@ export type components = {
             signing_secret: string;
             url: string;
         };
-        /** deleted */
+        /**
+         * deleted
+         * @example {
+         *       "object": "deleted",
+         *       "id": "7f3e2d1c-0b9a-4877-a665-544332211009",
+         *       "deleted": true
+         *     }
+         */
         Deleted: {
+            /** @default true */
             deleted: boolean;
+            /** @description Id of what was deleted */
             id: string;
             /** @enum {string} */
             object: "deleted";
@@ -496,7 +519,16 @@ export type components = {
                 request_id: string | null;
             };
         };
-        /** estimate */
+        /**
+         * estimate
+         * @example {
+         *       "object": "estimate",
+         *       "tool_id": "image_upscale",
+         *       "product_id": "image_upscale",
+         *       "sparks": 3,
+         *       "reserve_sparks": 3
+         *     }
+         */
         Estimate: {
             /** @enum {string} */
             object: "estimate";
@@ -523,7 +555,14 @@ export type components = {
             /** @description run.succeeded, run.failed, run.canceled or ping; more may be added */
             type: string;
         };
-        /** file */
+        /**
+         * file
+         * @example {
+         *       "object": "file",
+         *       "id": "0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c",
+         *       "status": "ready"
+         *     }
+         */
         File: {
             /**
              * Format: uuid
@@ -532,13 +571,34 @@ export type components = {
             id: string;
             /** @enum {string} */
             object: "file";
+            /** @description Why the bytes were refused, in plain English (not to be parsed); only on a rejected file. E.g. "unrecognised file type" or "the image does not decode: ..." */
+            problem?: string;
             /**
              * @description The file's state after completion: `ready` (a decodable image, video or audio file; usable in media slots of its kind) or `rejected` (the bytes are not a decodable image, video or audio file, whatever the declared type). Completed files are kept for the retention period (default 7 days) and then deleted, after which their ids are no longer accepted.
              * @enum {string}
              */
             status: "ready" | "rejected";
         };
-        /** file_upload */
+        /**
+         * file_upload
+         * @example {
+         *       "object": "file_upload",
+         *       "file_id": "0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c",
+         *       "upload_id": "b7e3c1d0a9f84e2b",
+         *       "part_size_bytes": 8388608,
+         *       "parts": [
+         *         {
+         *           "part_number": 1,
+         *           "url": "https://toolrun.example.com/storage/uploads/b7e3c1d0a9f84e2b/parts/1?expires=1746093600&signature=8d41e2"
+         *         },
+         *         {
+         *           "part_number": 2,
+         *           "url": "https://toolrun.example.com/storage/uploads/b7e3c1d0a9f84e2b/parts/2?expires=1746093600&signature=8d41e2"
+         *         }
+         *       ],
+         *       "expires_in_seconds": 3600
+         *     }
+         */
         FileUpload: {
             /** @description How long the part URLs work */
             expires_in_seconds: number;
@@ -559,7 +619,28 @@ export type components = {
             /** @description To be sent back when completing */
             upload_id: string;
         };
-        /** me */
+        /**
+         * me
+         * @example {
+         *       "object": "me",
+         *       "team": {
+         *         "id": "1f2e3d4c-5b6a-4978-8695-a4b3c2d1e0f9",
+         *         "name": "Acme Studio",
+         *         "plan": "pro"
+         *       },
+         *       "api_key": {
+         *         "id": "3c2b1a09-8f7e-4d6c-9b5a-493827161504",
+         *         "name": "render farm",
+         *         "prefix": "Xy7Qp2Lm",
+         *         "scopes": [
+         *           "read",
+         *           "run"
+         *         ],
+         *         "rate_limit_per_minute": 60
+         *       },
+         *       "sparks_available": 1200
+         *     }
+         */
         Me: {
             api_key: {
                 id: string;
@@ -581,7 +662,15 @@ export type components = {
                 plan: string;
             };
         };
-        /** output_url */
+        /**
+         * output_url
+         * @example {
+         *       "object": "output_url",
+         *       "asset_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+         *       "url": "https://toolrun.example.com/storage/objects/outputs/5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d/photo-upscaled.png?expires=1746092100&signature=3f9a0c",
+         *       "expires_in_seconds": 300
+         *     }
+         */
         OutputUrl: {
             asset_id: string;
             /** @description How long the URL works; then ask for a new one */
@@ -591,7 +680,34 @@ export type components = {
             /** @description Signed download URL; fetch straight away */
             url: string;
         };
-        /** run */
+        /**
+         * run
+         * @example {
+         *       "object": "run",
+         *       "id": "5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d",
+         *       "tool_id": "image_upscale",
+         *       "product_id": "image_upscale",
+         *       "status": "succeeded",
+         *       "progress": 1,
+         *       "cost_sparks": 3,
+         *       "outputs": [
+         *         {
+         *           "asset_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+         *           "mime_type": "image/png",
+         *           "width": 1280,
+         *           "height": 960,
+         *           "duration_seconds": null,
+         *           "size_bytes": 1843202,
+         *           "file_name": "photo-upscaled.png"
+         *         }
+         *       ],
+         *       "error": null,
+         *       "api_key_id": "3c2b1a09-8f7e-4d6c-9b5a-493827161504",
+         *       "created_at": "2025-05-01T09:30:00.000Z",
+         *       "started_at": "2025-05-01T09:30:01.250Z",
+         *       "finished_at": "2025-05-01T09:30:03.900Z"
+         *     }
+         */
         Run: {
             api_key_id: string | null;
             /** @description The hold while in flight; the amount charged once final */
@@ -629,14 +745,51 @@ export type components = {
             size_bytes?: number | null;
             width?: number | null;
         };
-        /** tool */
+        /**
+         * tool
+         * @example {
+         *       "object": "tool",
+         *       "id": "video_upscale",
+         *       "name": "Upscale video",
+         *       "description": "Upscales a video to 1080p or 4K with Lanczos scaling, keeping its aspect ratio, frame rate and audio.",
+         *       "family": "enhance",
+         *       "inputs": [
+         *         {
+         *           "name": "video",
+         *           "kind": "video",
+         *           "required": true,
+         *           "min": 1,
+         *           "max": 1
+         *         },
+         *         {
+         *           "name": "target",
+         *           "kind": "enum",
+         *           "required": false,
+         *           "min": 0,
+         *           "max": 1,
+         *           "choices": [
+         *             "1080p",
+         *             "4k"
+         *           ],
+         *           "default": "1080p"
+         *         }
+         *       ],
+         *       "output_kind": "video",
+         *       "consent": "none",
+         *       "allowed": true,
+         *       "estimate_hint": {
+         *         "sparks_min": 2,
+         *         "sparks_max": 8640
+         *       }
+         *     }
+         */
         Tool: {
             /** @description false when the team's plan does not include the tool */
             allowed: boolean;
             /** @description none, voice or face */
             consent: string;
             description: string;
-            /** @description Typical price range of a run, not the exact price */
+            /** @description What a run of the tool costs, from the cheapest inputs it accepts to the dearest (files within the upload limits); not the price of yours: the estimate gives that */
             estimate_hint: {
                 sparks_max: number;
                 sparks_min: number;
@@ -670,13 +823,68 @@ export type components = {
             name: string;
             required: boolean;
         };
-        /** list of tool */
+        /**
+         * list of tool
+         * @example {
+         *       "object": "list",
+         *       "data": [
+         *         {
+         *           "object": "tool",
+         *           "id": "video_upscale",
+         *           "name": "Upscale video",
+         *           "description": "Upscales a video to 1080p or 4K with Lanczos scaling, keeping its aspect ratio, frame rate and audio.",
+         *           "family": "enhance",
+         *           "inputs": [
+         *             {
+         *               "name": "video",
+         *               "kind": "video",
+         *               "required": true,
+         *               "min": 1,
+         *               "max": 1
+         *             },
+         *             {
+         *               "name": "target",
+         *               "kind": "enum",
+         *               "required": false,
+         *               "min": 0,
+         *               "max": 1,
+         *               "choices": [
+         *                 "1080p",
+         *                 "4k"
+         *               ],
+         *               "default": "1080p"
+         *             }
+         *           ],
+         *           "output_kind": "video",
+         *           "consent": "none",
+         *           "allowed": true,
+         *           "estimate_hint": {
+         *             "sparks_min": 2,
+         *             "sparks_max": 8640
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
         ToolList: {
             data: components["schemas"]["Tool"][];
             /** @enum {string} */
             object: "list";
         };
-        /** webhook_endpoint */
+        /**
+         * webhook_endpoint
+         * @example {
+         *       "object": "webhook_endpoint",
+         *       "id": "7f3e2d1c-0b9a-4877-a665-544332211009",
+         *       "url": "https://hooks.example.com/toolrun",
+         *       "events": [
+         *         "run.succeeded",
+         *         "run.failed"
+         *       ],
+         *       "enabled": true,
+         *       "created_at": "2025-05-01T09:00:00.000Z"
+         *     }
+         */
         WebhookEndpoint: {
             /** Format: date-time */
             created_at: string;
@@ -689,13 +897,41 @@ export type components = {
             object: "webhook_endpoint";
             url: string;
         };
-        /** list of webhook_endpoint */
+        /**
+         * list of webhook_endpoint
+         * @example {
+         *       "object": "list",
+         *       "data": [
+         *         {
+         *           "object": "webhook_endpoint",
+         *           "id": "7f3e2d1c-0b9a-4877-a665-544332211009",
+         *           "url": "https://hooks.example.com/toolrun",
+         *           "events": [
+         *             "run.succeeded",
+         *             "run.failed"
+         *           ],
+         *           "enabled": true,
+         *           "created_at": "2025-05-01T09:00:00.000Z"
+         *         }
+         *       ]
+         *     }
+         */
         WebhookEndpointList: {
             data: components["schemas"]["WebhookEndpoint"][];
             /** @enum {string} */
             object: "list";
         };
-        /** webhook_test */
+        /**
+         * webhook_test
+         * @example {
+         *       "object": "webhook_test",
+         *       "delivery_id": "2d4c6e8a-1b3f-4d5e-a7c9-0e2f4a6c8e1b",
+         *       "delivered": true,
+         *       "response_code": 200,
+         *       "duration_ms": 182,
+         *       "error": null
+         *     }
+         */
         WebhookTest: {
             /** @description true when the endpoint answered 2xx */
             delivered: boolean;
@@ -736,16 +972,42 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The process is up and serving */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
                     "application/json": {
                         status: string;
                     };
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The service is temporarily unavailable; retry with backoff. Codes: service_unavailable. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -759,16 +1021,31 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The database answers: the service can serve requests */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
                     "application/json": {
                         status: string;
                     };
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description The request is invalid; errors[] names each problem. Codes: invalid_request. */
@@ -809,12 +1086,28 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The file_id the upload-url answer gave */
                 file_id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "upload_id": "b7e3c1d0a9f84e2b",
+                 *       "parts": [
+                 *         {
+                 *           "part_number": 1,
+                 *           "etag": "\"5d41402abc4b2a76b9719d911017c592\""
+                 *         },
+                 *         {
+                 *           "part_number": 2,
+                 *           "etag": "\"7d793037a0760186574b0282f2f435e7\""
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     parts: {
                         /** @description The ETag header returned by that part's PUT */
@@ -826,7 +1119,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The file, ready or rejected (with the problem); completing again returns the same */
             200: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -836,6 +1129,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "file",
+                     *       "id": "0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c",
+                     *       "status": "ready"
+                     *     }
+                     */
                     "application/json": components["schemas"]["File"];
                 };
             };
@@ -867,6 +1167,19 @@ export interface operations {
             };
             /** @description Not found. Codes: file_not_found. */
             404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -969,6 +1282,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "file_name": "photo.jpg",
+                 *       "mime_type": "image/jpeg",
+                 *       "size_bytes": 12582912
+                 *     }
+                 */
                 "application/json": {
                     file_name: string;
                     mime_type: string;
@@ -978,7 +1298,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The file id and one presigned URL per part */
             201: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -988,6 +1308,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "file_upload",
+                     *       "file_id": "0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c",
+                     *       "upload_id": "b7e3c1d0a9f84e2b",
+                     *       "part_size_bytes": 8388608,
+                     *       "parts": [
+                     *         {
+                     *           "part_number": 1,
+                     *           "url": "https://toolrun.example.com/storage/uploads/b7e3c1d0a9f84e2b/parts/1?expires=1746093600&signature=8d41e2"
+                     *         },
+                     *         {
+                     *           "part_number": 2,
+                     *           "url": "https://toolrun.example.com/storage/uploads/b7e3c1d0a9f84e2b/parts/2?expires=1746093600&signature=8d41e2"
+                     *         }
+                     *       ],
+                     *       "expires_in_seconds": 3600
+                     *     }
+                     */
                     "application/json": components["schemas"]["FileUpload"];
                 };
             };
@@ -1006,6 +1345,19 @@ export interface operations {
             };
             /** @description The plan, scope or role does not allow this call. Codes: plan_upgrade_required, insufficient_scope. */
             403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -1108,7 +1460,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The key's team, with its plan and available Sparks, and the key itself */
             200: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1118,6 +1470,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "me",
+                     *       "team": {
+                     *         "id": "1f2e3d4c-5b6a-4978-8695-a4b3c2d1e0f9",
+                     *         "name": "Acme Studio",
+                     *         "plan": "pro"
+                     *       },
+                     *       "api_key": {
+                     *         "id": "3c2b1a09-8f7e-4d6c-9b5a-493827161504",
+                     *         "name": "render farm",
+                     *         "prefix": "Xy7Qp2Lm",
+                     *         "scopes": [
+                     *           "read",
+                     *           "run"
+                     *         ],
+                     *         "rate_limit_per_minute": 60
+                     *       },
+                     *       "sparks_available": 1200
+                     *     }
+                     */
                     "application/json": components["schemas"]["Me"];
                 };
             };
@@ -1136,6 +1509,19 @@ export interface operations {
             };
             /** @description The plan, scope or role does not allow this call. Codes: plan_upgrade_required, insufficient_scope. */
             403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -1212,16 +1598,47 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The OpenAPI 3.1 document of this service */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "openapi": "3.1.0",
+                     *       "info": {
+                     *         "title": "Tool-Run API",
+                     *         "version": "1"
+                     *       },
+                     *       "paths": {}
+                     *     }
+                     */
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The service is temporarily unavailable; retry with backoff. Codes: service_unavailable. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1231,13 +1648,14 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The id of a run started with this team's API keys */
                 run_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The run as it is now */
             200: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1247,6 +1665,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "run",
+                     *       "id": "5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d",
+                     *       "tool_id": "image_upscale",
+                     *       "product_id": "image_upscale",
+                     *       "status": "succeeded",
+                     *       "progress": 1,
+                     *       "cost_sparks": 3,
+                     *       "outputs": [
+                     *         {
+                     *           "asset_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                     *           "mime_type": "image/png",
+                     *           "width": 1280,
+                     *           "height": 960,
+                     *           "duration_seconds": null,
+                     *           "size_bytes": 1843202,
+                     *           "file_name": "photo-upscaled.png"
+                     *         }
+                     *       ],
+                     *       "error": null,
+                     *       "api_key_id": "3c2b1a09-8f7e-4d6c-9b5a-493827161504",
+                     *       "created_at": "2025-05-01T09:30:00.000Z",
+                     *       "started_at": "2025-05-01T09:30:01.250Z",
+                     *       "finished_at": "2025-05-01T09:30:03.900Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Run"];
                 };
             };
@@ -1278,6 +1723,19 @@ export interface operations {
             };
             /** @description Not found. Codes: run_not_found. */
             404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -1350,13 +1808,14 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The id of a run started with this team's API keys */
                 run_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The run, canceled (one canceled before is returned as it is) */
             200: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1366,6 +1825,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "run",
+                     *       "id": "5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d",
+                     *       "tool_id": "image_upscale",
+                     *       "product_id": "image_upscale",
+                     *       "status": "succeeded",
+                     *       "progress": 1,
+                     *       "cost_sparks": 3,
+                     *       "outputs": [
+                     *         {
+                     *           "asset_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                     *           "mime_type": "image/png",
+                     *           "width": 1280,
+                     *           "height": 960,
+                     *           "duration_seconds": null,
+                     *           "size_bytes": 1843202,
+                     *           "file_name": "photo-upscaled.png"
+                     *         }
+                     *       ],
+                     *       "error": null,
+                     *       "api_key_id": "3c2b1a09-8f7e-4d6c-9b5a-493827161504",
+                     *       "created_at": "2025-05-01T09:30:00.000Z",
+                     *       "started_at": "2025-05-01T09:30:01.250Z",
+                     *       "finished_at": "2025-05-01T09:30:03.900Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Run"];
                 };
             };
@@ -1397,6 +1883,19 @@ export interface operations {
             };
             /** @description Not found. Codes: run_not_found. */
             404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -1508,14 +2007,16 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The asset_id of one of the run's outputs */
                 asset_id: string;
+                /** @description The id of a run started with this team's API keys */
                 run_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description A signed URL that downloads the output until it expires */
             200: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1525,6 +2026,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "output_url",
+                     *       "asset_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                     *       "url": "https://toolrun.example.com/storage/objects/outputs/5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d/photo-upscaled.png?expires=1746092100&signature=3f9a0c",
+                     *       "expires_in_seconds": 300
+                     *     }
+                     */
                     "application/json": components["schemas"]["OutputUrl"];
                 };
             };
@@ -1556,6 +2065,19 @@ export interface operations {
             };
             /** @description Not found. Codes: run_not_found, output_not_found. */
             404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -1645,7 +2167,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description Every tool offered over the API, with allowed: false for those the plan does not include */
             200: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1655,6 +2177,48 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "tool",
+                     *           "id": "video_upscale",
+                     *           "name": "Upscale video",
+                     *           "description": "Upscales a video to 1080p or 4K with Lanczos scaling, keeping its aspect ratio, frame rate and audio.",
+                     *           "family": "enhance",
+                     *           "inputs": [
+                     *             {
+                     *               "name": "video",
+                     *               "kind": "video",
+                     *               "required": true,
+                     *               "min": 1,
+                     *               "max": 1
+                     *             },
+                     *             {
+                     *               "name": "target",
+                     *               "kind": "enum",
+                     *               "required": false,
+                     *               "min": 0,
+                     *               "max": 1,
+                     *               "choices": [
+                     *                 "1080p",
+                     *                 "4k"
+                     *               ],
+                     *               "default": "1080p"
+                     *             }
+                     *           ],
+                     *           "output_kind": "video",
+                     *           "consent": "none",
+                     *           "allowed": true,
+                     *           "estimate_hint": {
+                     *             "sparks_min": 2,
+                     *             "sparks_max": 8640
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ToolList"];
                 };
             };
@@ -1673,6 +2237,19 @@ export interface operations {
             };
             /** @description The plan, scope or role does not allow this call. Codes: plan_upgrade_required, insufficient_scope. */
             403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -1745,12 +2322,22 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The id of a tool from GET /v1/tools, e.g. image_upscale */
                 tool_id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "inputs": {
+                 *         "image": [
+                 *           "0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /** @description Length hint for metered video tools before the file is resolved */
                     duration_seconds?: number | null;
@@ -1762,7 +2349,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The price of these inputs: what a run of them costs and holds */
             200: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1772,6 +2359,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "estimate",
+                     *       "tool_id": "image_upscale",
+                     *       "product_id": "image_upscale",
+                     *       "sparks": 3,
+                     *       "reserve_sparks": 3
+                     *     }
+                     */
                     "application/json": components["schemas"]["Estimate"];
                 };
             };
@@ -1816,6 +2412,19 @@ export interface operations {
             };
             /** @description Not found. Codes: tool_not_found. */
             404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -1930,12 +2539,22 @@ export interface operations {
                 "idempotency-key"?: string;
             };
             path: {
+                /** @description The id of a tool from GET /v1/tools, e.g. image_upscale */
                 tool_id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "inputs": {
+                 *         "image": [
+                 *           "0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /** @description Length hint for metered video tools before the file is resolved */
                     duration_seconds?: number | null;
@@ -1947,7 +2566,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The run, queued, its price held (a repeated Idempotency-Key: the run it started, with Idempotent-Replayed: true) */
             202: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1957,6 +2576,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "run",
+                     *       "id": "5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d",
+                     *       "tool_id": "image_upscale",
+                     *       "product_id": "image_upscale",
+                     *       "status": "succeeded",
+                     *       "progress": 1,
+                     *       "cost_sparks": 3,
+                     *       "outputs": [
+                     *         {
+                     *           "asset_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                     *           "mime_type": "image/png",
+                     *           "width": 1280,
+                     *           "height": 960,
+                     *           "duration_seconds": null,
+                     *           "size_bytes": 1843202,
+                     *           "file_name": "photo-upscaled.png"
+                     *         }
+                     *       ],
+                     *       "error": null,
+                     *       "api_key_id": "3c2b1a09-8f7e-4d6c-9b5a-493827161504",
+                     *       "created_at": "2025-05-01T09:30:00.000Z",
+                     *       "started_at": "2025-05-01T09:30:01.250Z",
+                     *       "finished_at": "2025-05-01T09:30:03.900Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Run"];
                 };
             };
@@ -2001,6 +2647,19 @@ export interface operations {
             };
             /** @description Not found. Codes: tool_not_found. */
             404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2116,7 +2775,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The team's endpoints, oldest first */
             200: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -2126,6 +2785,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "webhook_endpoint",
+                     *           "id": "7f3e2d1c-0b9a-4877-a665-544332211009",
+                     *           "url": "https://hooks.example.com/toolrun",
+                     *           "events": [
+                     *             "run.succeeded",
+                     *             "run.failed"
+                     *           ],
+                     *           "enabled": true,
+                     *           "created_at": "2025-05-01T09:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookEndpointList"];
                 };
             };
@@ -2144,6 +2821,19 @@ export interface operations {
             };
             /** @description The plan, scope or role does not allow this call. Codes: plan_upgrade_required, insufficient_scope, insufficient_role. */
             403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2220,6 +2910,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/toolrun",
+                 *       "events": [
+                 *         "run.succeeded",
+                 *         "run.failed"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     events?: ("run.succeeded" | "run.failed" | "run.canceled")[] | null;
                     /** @description An HTTPS URL on a public host, at most 2048 characters */
@@ -2228,7 +2927,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The endpoint, with its signing secret (shown only here) */
             201: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -2238,6 +2937,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "webhook_endpoint",
+                     *       "id": "7f3e2d1c-0b9a-4877-a665-544332211009",
+                     *       "url": "https://hooks.example.com/toolrun",
+                     *       "events": [
+                     *         "run.succeeded",
+                     *         "run.failed"
+                     *       ],
+                     *       "enabled": true,
+                     *       "created_at": "2025-05-01T09:00:00.000Z",
+                     *       "signing_secret": "whsec_Jq3vX9kL2mN8pR4sT6uW0yA1bC5dE7fG9hI2jK4l"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreatedWebhookEndpoint"];
                 };
             };
@@ -2256,6 +2969,19 @@ export interface operations {
             };
             /** @description The plan, scope or role does not allow this call. Codes: plan_upgrade_required, insufficient_scope, insufficient_role. */
             403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2367,13 +3093,14 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The id of one of the team's webhook endpoints */
                 endpoint_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The endpoint is deleted */
             200: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -2383,6 +3110,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "deleted",
+                     *       "id": "7f3e2d1c-0b9a-4877-a665-544332211009",
+                     *       "deleted": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["Deleted"];
                 };
             };
@@ -2414,6 +3148,19 @@ export interface operations {
             };
             /** @description Not found. Codes: webhook_endpoint_not_found. */
             404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2512,12 +3259,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The id of one of the team's webhook endpoints */
                 endpoint_id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "enabled": false
+                 *     }
+                 */
                 "application/json": {
                     /** @description false pauses and drops pending deliveries; true resumes */
                     enabled?: boolean | null;
@@ -2527,7 +3280,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The endpoint as changed */
             200: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -2537,6 +3290,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "webhook_endpoint",
+                     *       "id": "7f3e2d1c-0b9a-4877-a665-544332211009",
+                     *       "url": "https://hooks.example.com/toolrun",
+                     *       "events": [
+                     *         "run.succeeded",
+                     *         "run.failed"
+                     *       ],
+                     *       "enabled": true,
+                     *       "created_at": "2025-05-01T09:00:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
@@ -2568,6 +3334,19 @@ export interface operations {
             };
             /** @description Not found. Codes: webhook_endpoint_not_found. */
             404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2666,13 +3445,14 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The id of one of the team's webhook endpoints */
                 endpoint_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description How the endpoint answered the ping */
             200: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -2682,6 +3462,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "object": "webhook_test",
+                     *       "delivery_id": "2d4c6e8a-1b3f-4d5e-a7c9-0e2f4a6c8e1b",
+                     *       "delivered": true,
+                     *       "response_code": 200,
+                     *       "duration_ms": 182,
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookTest"];
                 };
             };
@@ -2713,6 +3503,19 @@ export interface operations {
             };
             /** @description Not found. Codes: webhook_endpoint_not_found. */
             404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
