@@ -100,6 +100,35 @@ const e = engineSuite('outputs of charged runs', () => {
     }
   });
 
+  test('a success COMMIT lost before it reached the server: the run is read back, the transaction tried again, the run succeeds once', async () => {
+    const proxy = await PgCommitCut.start(e.s.database.url);
+    const viaProxy = createDb({ connectionString: proxy.urlFor(e.s.database.url), logger: log, max: 4 });
+    try {
+      const c = await TeamClient.create(e.s);
+      const worker = await e.workers.start({ concurrency: 1, db: viaProxy });
+      const cut = proxy.arm('INSERT INTO run_outputs', 'before');
+      const run = await c.start('ok');
+      await cut;
+      await waitFor('the execution to end', async () => (worker.busy === 0 ? true : undefined));
+      const state = await runState(e.db(), run.id);
+      assert.equal(state.status, 'succeeded', state.error ?? '');
+      assert.equal(state.attempts, 1, 'the same execution finished it');
+      await assertSettledOnce(e.db(), state);
+      const body = await c.get(run.id);
+      assert.equal(body.outputs.length, 1);
+      assert.equal(c.storedObjects(run.id).length, 1, 'the one stored output, recorded');
+      const res = await waitFor('the output URL', async () => {
+        const r = await url(c, run.id, body.outputs[0]!.asset_id);
+        return r.status === 409 ? undefined : r;
+      }, 10_000, 50);
+      assert.equal(res.status, 200, await res.clone().text());
+    } finally {
+      await e.workers.stopAll();
+      await viaProxy.close();
+      await proxy.close();
+    }
+  });
+
   test('the sweep tries unreadable outputs again with a growing delay, verifies the newer ones, then gives up and refunds', async () => {
     const c = await TeamClient.create(e.s);
     const w = await e.workers.start({ concurrency: 1 });

@@ -9,6 +9,7 @@ import type { MediaBinaries } from '../media/binaries.js';
 import type { LocalCopy, Storage } from '../storage/storage.js';
 import { MEDIA_KINDS, ToolError, type InputFile, type ToolManifest } from '../tools/manifest.js';
 import type { ToolRegistry } from '../tools/registry.js';
+import { commitSuccess, SuccessOutcomeUnknown } from './commit-success.js';
 import { verifyOutputs } from './output-checks.js';
 import { OutputStoreError, storeOutputs } from './outputs.js';
 import type { NewOutput, RunRow } from './repository.js';
@@ -63,36 +64,6 @@ async function inputFiles(deps: ExecutorDeps, tool: ToolManifest, run: RunRow): 
     }
   }
   return { files, copies };
-}
-
-/** Waits between the re-reads of a lost commit's outcome (the database may be restarting). */
-const OUTCOME_RETRY_MS = [0, 500, 1000, 2000, 4000, 8000];
-
-/**
- * Whether the success transaction that wrote these outputs committed: true, false, or null when
- * the database could not tell us. Certain, because the re-read first takes the run's row lock,
- * which that transaction held from its start: if PostgreSQL is still finishing it, the re-read
- * waits for its end.
- */
-async function outputsRecorded(db: Db, runId: string, outputs: NewOutput[], log: Logger): Promise<boolean | null> {
-  const ids = outputs.map((o) => o.id);
-  if (!ids.length) return false;
-  for (const ms of OUTCOME_RETRY_MS) {
-    if (ms) await new Promise((r) => setTimeout(r, ms));
-    try {
-      return await db.tx(async (tx) => {
-        await tx.query('SELECT 1 FROM runs WHERE id = $1::uuid FOR SHARE', [runId]);
-        const { rows } = await tx.query<{ n: number }>(
-          'SELECT count(*)::integer AS n FROM run_outputs WHERE run_id = $1::uuid AND id = ANY ($2::uuid[])',
-          [runId, ids],
-        );
-        return (rows[0]?.n ?? 0) > 0;
-      });
-    } catch (err) {
-      log.warn({ err }, 'could not read back whether the run succeeded');
-    }
-  }
-  return null;
 }
 
 /** How the worker controls one execution. */
@@ -192,25 +163,19 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow, owner: string,
     });
     let done: boolean;
     try {
-      done = await db.tx(async (tx) => {
+      done = await commitSuccess(db, run.id, stored, log, async (tx) => {
         const finished = await succeedRun(tx, run.id, owner, stored, config.runs.outputRetentionSeconds);
         // A tool's own record of success (a saved brand kit) commits with the run, or not at all.
         if (finished && tool.onSucceeded) await tool.onSucceeded(tx, { id: run.id, teamId: run.team_id, values: run.inputs }, outputs);
         return finished !== null;
       });
     } catch (err) {
-      // The COMMIT may have reached PostgreSQL and only its answer been lost: then the run is
-      // succeeded and charged, and its outputs must stay.
-      const recorded = await outputsRecorded(db, run.id, stored, log);
-      if (recorded === false) throw err;
-      if (recorded === null) {
+      if (err instanceof SuccessOutcomeUnknown) {
         // Not knowing, keep the objects: an orphan costs storage, a deleted output costs a paid result.
-        log.error({ err, storage_keys: stored.map((o) => o.storageKey) }, 'the outcome of the success commit is unknown; its outputs are kept');
+        log.error({ err: err.cause, storage_keys: stored.map((o) => o.storageKey) }, 'the outcome of the success commit is unknown; its outputs are kept');
         stored = [];
-        throw err;
       }
-      log.warn({ err }, "the success commit's answer was lost; the run did succeed");
-      done = true;
+      throw err;
     }
     if (!done) {
       // Canceled or retaken meanwhile: not ours to finish; the outputs are deleted below.

@@ -2,8 +2,9 @@
 // through it, so a test can lose the answer to one COMMIT for real: armed with a piece of SQL, it
 // lets the next COMMIT of a transaction that ran such a statement reach the server, waits until
 // the server has answered it (the transaction is committed), swallows that answer and cuts the
-// connection. The client sees its COMMIT fail with a dropped connection, as after a network cut
-// or a server crash at the worst moment. Plain TCP only (pg sends no SSLRequest unless told to).
+// connection; or it cuts the connection before that COMMIT is sent on. Either way the client sees
+// its COMMIT fail with a dropped connection, as after a network cut or a server crash, and cannot
+// tell which happened. Plain TCP only (pg sends no SSLRequest unless told to).
 import net from 'node:net';
 
 /** Splits a byte stream into protocol messages: [type][int32 length][body], or untyped startup packets. */
@@ -47,6 +48,8 @@ function statementText(type: string | null, body: Buffer): string | null {
 
 interface Armed {
   sqlContains: string;
+  /** 'after': the server commits, its answer is lost; 'before': the COMMIT never reaches the server. */
+  when: 'after' | 'before';
   cut: () => void;
 }
 
@@ -89,12 +92,13 @@ export class PgCommitCut {
   }
 
   /**
-   * Loses the answer to the next COMMIT of a transaction that ran a statement containing
-   * `sqlContains`. Resolves once that COMMIT was answered by the server and the connection cut.
+   * Cuts the connection at the next COMMIT of a transaction that ran a statement containing
+   * `sqlContains`: after the server answered it (committed, the answer lost), or before the COMMIT
+   * is sent on (the server rolls the transaction back). Resolves once the connection is cut.
    */
-  arm(sqlContains: string): Promise<void> {
+  arm(sqlContains: string, when: 'after' | 'before' = 'after'): Promise<void> {
     return new Promise((resolve) => {
-      this.armed = { sqlContains, cut: resolve };
+      this.armed = { sqlContains, when, cut: resolve };
     });
   }
 
@@ -120,6 +124,12 @@ export class PgCommitCut {
         if (sql !== null && /^\s*(COMMIT|ROLLBACK)\b/i.test(sql)) {
           if (armed && sawStatement && /^\s*COMMIT\b/i.test(sql)) {
             this.armed = null;
+            if (armed.when === 'before') {
+              client.destroy();
+              upstream.destroy();
+              armed.cut();
+              return;
+            }
             losing = armed;
           }
           sawStatement = false;
