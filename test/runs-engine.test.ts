@@ -11,7 +11,8 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { createLogger } from '../src/logger.js';
 import { resolveMediaBinaries } from '../src/media/binaries.js';
-import { storeOutputs, verifyOutputs } from '../src/runs/outputs.js';
+import { verifyOutputs } from '../src/runs/output-checks.js';
+import { storeOutputs } from '../src/runs/outputs.js';
 import { ToolError } from '../src/tools/manifest.js';
 import {
   assertSettledOnce,

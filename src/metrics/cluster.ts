@@ -12,7 +12,7 @@ export interface ClusterFigures {
     oldestAgeSeconds: number;
   }[];
   /** Ledger sums by kind, as the effect on balances was recorded (holds and charges negative). */
-  ledger: Record<'grant' | 'hold' | 'charge' | 'release', number>;
+  ledger: Record<'grant' | 'hold' | 'charge' | 'release' | 'refund', number>;
   sparksAvailable: number;
   webhooks: { pending: number; oldestDueAgeSeconds: number };
 }
@@ -36,7 +36,7 @@ export async function readClusterFigures(db: Db): Promise<ClusterFigures> {
     throw err;
   }
   client.release();
-  const ledger = { grant: 0, hold: 0, charge: 0, release: 0 };
+  const ledger = { grant: 0, hold: 0, charge: 0, release: 0, refund: 0 };
   for (const r of rows.ledger) if (r.kind in ledger) ledger[r.kind as keyof typeof ledger] = r.total;
   return {
     runs: rows.runs.map((r) => ({ tool: r.tool_id, status: r.status, count: r.n, holdSparks: r.hold, oldestAgeSeconds: Math.max(0, r.oldest) })),

@@ -42,6 +42,7 @@ const LEDGER_KINDS = [
   ['hold', 'held', -1],
   ['charge', 'charged', -1],
   ['release', 'released', 1],
+  ['refund', 'refunded', 1],
 ] as const;
 
 /**
@@ -133,7 +134,8 @@ export class Metrics implements RunMetrics, WebhookMetrics {
     this.ledger = cluster(
       'toolrun_ledger_sparks',
       'Sparks moved through the ledger since it began, by kind, all positive: granted (net of admin deductions), held, ' +
-        'charged, released. available = granted - held + released - charged.',
+        'charged, released, refunded (charges given back for outputs that failed their check). ' +
+        'available = granted - held + released - charged + refunded.',
       ['kind'],
     );
     this.webhooksPending = cluster('toolrun_webhook_deliveries_pending', 'Webhook deliveries not yet delivered or given up, cluster-wide.');

@@ -9,7 +9,9 @@ import type { MediaBinaries } from '../media/binaries.js';
 import type { LocalCopy, Storage } from '../storage/storage.js';
 import { MEDIA_KINDS, ToolError, type InputFile, type ToolManifest } from '../tools/manifest.js';
 import type { ToolRegistry } from '../tools/registry.js';
-import { OutputStoreError, storeOutputs, verifyOutputs } from './outputs.js';
+import { commitSuccess, SuccessOutcomeUnknown } from './commit-success.js';
+import { verifyOutputs } from './output-checks.js';
+import { OutputStoreError, storeOutputs } from './outputs.js';
 import type { NewOutput, RunRow } from './repository.js';
 import { failRun, succeedRun } from './transitions.js';
 
@@ -159,12 +161,22 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow, owner: string,
       maxBytes: config.runs.maxOutputBytes,
       signal: control.abort.signal,
     });
-    const done = await db.tx(async (tx) => {
-      const finished = await succeedRun(tx, run.id, owner, stored, config.runs.outputRetentionSeconds);
-      // A tool's own record of success (a saved brand kit) commits with the run, or not at all.
-      if (finished && tool.onSucceeded) await tool.onSucceeded(tx, { id: run.id, teamId: run.team_id, values: run.inputs }, outputs);
-      return finished;
-    });
+    let done: boolean;
+    try {
+      done = await commitSuccess(db, run.id, stored, log, async (tx) => {
+        const finished = await succeedRun(tx, run.id, owner, stored, config.runs.outputRetentionSeconds);
+        // A tool's own record of success (a saved brand kit) commits with the run, or not at all.
+        if (finished && tool.onSucceeded) await tool.onSucceeded(tx, { id: run.id, teamId: run.team_id, values: run.inputs }, outputs);
+        return finished !== null;
+      });
+    } catch (err) {
+      if (err instanceof SuccessOutcomeUnknown) {
+        // Not knowing, keep the objects: an orphan costs storage, a deleted output costs a paid result.
+        log.error({ err: err.cause, storage_keys: stored.map((o) => o.storageKey) }, 'the outcome of the success commit is unknown; its outputs are kept');
+        stored = [];
+      }
+      throw err;
+    }
     if (!done) {
       // Canceled or retaken meanwhile: not ours to finish; the outputs are deleted below.
       log.info({ reason: control.reason() ?? 'no_longer_held' }, 'run stopped');

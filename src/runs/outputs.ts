@@ -114,49 +114,6 @@ async function storeEach(
   }
 }
 
-/**
- * The check behind output_not_ready: reads each stored output back from storage and compares its
- * checksum with the one taken before upload. Claims rows with SKIP LOCKED, so any worker may run
- * it (the one that finished the run does at once; others sweep what a crash left). Returns how
- * many outputs it settled (ready or failed).
- */
-export async function verifyOutputs(db: Db, storage: Storage, logger: Logger, opts: { runId?: string; olderThanSeconds?: number } = {}): Promise<number> {
-  let done = 0;
-  for (;;) {
-    const n = await db.tx(async (tx) => {
-      const { rows } = await tx.query<{ id: string; storage_key: string; sha256: string }>(
-        `SELECT id, storage_key, sha256 FROM run_outputs
-          WHERE status = 'checking' AND ($1::uuid IS NULL OR run_id = $1::uuid)
-            AND created_at <= now() - make_interval(secs => $2::integer)
-          ORDER BY created_at LIMIT 10 FOR UPDATE SKIP LOCKED`,
-        [opts.runId ?? null, opts.olderThanSeconds ?? 0],
-      );
-      let checked = 0;
-      for (const row of rows) {
-        let ok: boolean;
-        try {
-          const copy = await storage.localCopy(row.storage_key);
-          try {
-            ok = (await sha256File(copy.path)) === row.sha256;
-          } finally {
-            await copy.cleanup();
-          }
-        } catch (err) {
-          // Storage briefly unreachable: the output stays 'checking' and a later sweep retries.
-          logger.warn({ err, output: row.id }, 'output check could not read the stored copy');
-          continue;
-        }
-        if (!ok) logger.error({ output: row.id }, 'stored output does not match its checksum');
-        await tx.query(`UPDATE run_outputs SET status = $2::text WHERE id = $1::uuid`, [row.id, ok ? 'ready' : 'failed']);
-        checked++;
-      }
-      return { checked, more: rows.length === 10 && checked > 0 };
-    });
-    done += n.checked;
-    if (!n.more) return done;
-  }
-}
-
 /** Deletes the bytes of outputs past their retention and marks them expired (any process may run it). */
 export async function expireOutputs(db: Db, storage: Storage, logger: Logger, batch = 100): Promise<number> {
   let total = 0;

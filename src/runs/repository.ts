@@ -51,7 +51,7 @@ const OUTPUT_COLUMNS = `id, run_id, position, storage_key, file_name, mime_type,
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-/** The run as the API shows it; outputs only once it succeeded. */
+/** The run as the API shows it; outputs only once it succeeded, and only those still available. */
 export function runResource(run: RunRow, outputs: OutputRow[]): Run {
   return {
     object: 'run',
@@ -64,8 +64,9 @@ export function runResource(run: RunRow, outputs: OutputRow[]): Run {
     outputs:
       run.status === 'succeeded'
         ? outputs
-            // Past its retention an output is gone, even before the janitor marks it.
-            .filter((o) => o.status !== 'expired' && o.expires_at.getTime() > Date.now())
+            // Past its retention an output is gone, even before the janitor marks it; one that
+            // failed its check for good is gone too (its run was refunded).
+            .filter((o) => o.status !== 'expired' && o.status !== 'failed' && o.expires_at.getTime() > Date.now())
             .sort((a, b) => a.position - b.position)
             .map((o) => ({
               asset_id: o.id,

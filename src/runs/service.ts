@@ -259,7 +259,13 @@ export async function outputUrl(deps: RunsDeps, teamId: string, runId: string, a
   const run = await getTeamRun(deps.db.pool, teamId, runId);
   if (!run) throw runNotFound(runId);
   const output = run.status === 'succeeded' ? (await getOutputs(deps.db.pool, run.id)).find((o) => o.id === assetId) : undefined;
-  if (!output || output.status === 'expired' || output.status === 'failed' || output.expires_at.getTime() <= Date.now()) {
+  if (output?.status === 'failed') {
+    throw new ApiError(
+      'output_not_found',
+      `Output ${assetId} is not available: its stored copy failed the integrity check. The run's Sparks were refunded; run the tool again for a new output.`,
+    );
+  }
+  if (!output || output.status === 'expired' || output.expires_at.getTime() <= Date.now()) {
     throw new ApiError('output_not_found', `No output ${assetId} of this run is available (unknown, of another run, or past its retention).`);
   }
   if (output.status === 'checking') {

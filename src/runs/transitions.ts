@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/pool.js';
-import { settleRun } from '../sparks/ledger.js';
+import { refundCharge, settleRun } from '../sparks/ledger.js';
 import { getOutputs, insertOutputs, lockRun, RUN_COLUMNS, runResource, type NewOutput, type RunRow, type RunStatus } from './repository.js';
 
 /** Channels for LISTEN/NOTIFY; notifications are sent at commit, so listeners see committed rows. */
@@ -71,4 +71,17 @@ export async function cancelLockedRun(tx: Queryable, run: RunRow): Promise<Cance
   // The worker running it (any process, any machine) stops its tool on this notification.
   await tx.query('SELECT pg_notify($1::text, $2::text)', [CANCEL_CHANNEL, run.id]);
   return { kind: 'canceled', run: done };
+}
+
+/**
+ * Gives a succeeded run's charge back (an output of it failed its check for good) and shows the
+ * run as charged nothing. Once per run: later calls find nothing charged and return 0. Returns
+ * the Sparks refunded.
+ */
+export async function refundRun(tx: Queryable, runId: string, note: string): Promise<number> {
+  const run = await lockRun(tx, runId);
+  if (!run || run.status !== 'succeeded' || run.cost_sparks <= 0) return 0;
+  if (!(await refundCharge(tx, run.team_id, run.id, run.cost_sparks, note))) return 0;
+  await tx.query('UPDATE runs SET cost_sparks = 0 WHERE id = $1::uuid', [run.id]);
+  return run.cost_sparks;
 }

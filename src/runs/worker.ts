@@ -4,7 +4,7 @@ import { Listener } from '../db/listen.js';
 import type { Db } from '../db/pool.js';
 import type { RunMetrics, RunOutcome } from '../metrics/metrics.js';
 import { executeRun, type ExecutorDeps, type StopReason } from './executor.js';
-import { verifyOutputs } from './outputs.js';
+import { sweepOutputChecks } from './output-checks.js';
 import { RUN_COLUMNS, type RunRow } from './repository.js';
 import { CANCEL_CHANNEL, failRun, RUNS_CHANNEL } from './transitions.js';
 
@@ -121,7 +121,7 @@ export class RunWorker {
   private async sweep(): Promise<void> {
     try {
       await giveUpAbandoned(this.opts.db);
-      await verifyOutputs(this.opts.db, this.opts.storage, this.opts.logger, { olderThanSeconds: 60 });
+      await sweepOutputChecks(this.opts.db, this.opts.storage, this.opts.logger);
     } catch (err) {
       this.opts.logger.warn({ err }, 'worker sweep failed');
     }

@@ -36,6 +36,21 @@ export async function settleRun(tx: Queryable, teamId: string, runId: string, ho
   await tx.query('UPDATE teams SET sparks_available = sparks_available + $2::bigint WHERE id = $1::uuid', [teamId, hold - charge]);
 }
 
+/**
+ * Gives back `amount` a run was charged, with a note saying why. At most once per run: a second
+ * call (another failed output, a concurrent sweep) writes nothing and returns false.
+ */
+export async function refundCharge(tx: Queryable, teamId: string, runId: string, amount: number, note: string): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `INSERT INTO ledger_entries (team_id, kind, amount, run_id, note) VALUES ($1::uuid, 'refund', $2::bigint, $3::uuid, $4::text)
+     ON CONFLICT (run_id, kind) WHERE run_id IS NOT NULL DO NOTHING`,
+    [teamId, amount, runId, note],
+  );
+  if (!rowCount) return false;
+  await tx.query('UPDATE teams SET sparks_available = sparks_available + $2::bigint WHERE id = $1::uuid', [teamId, amount]);
+  return true;
+}
+
 /** Ledger sum against the kept balance, per team; empty when every team balances to the Spark. */
 export async function ledgerDrift(db: Queryable): Promise<{ team_id: string; balance: number; ledger: number }[]> {
   const { rows } = await db.query<{ team_id: string; balance: number; ledger: number }>(

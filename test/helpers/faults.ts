@@ -44,14 +44,15 @@ export async function uploadReadyFile(baseUrl: string, key: string, bytes: Buffe
 }
 
 /**
- * The team's Sparks after every run settled: the balance is grants minus charges to the Spark,
+ * The team's Sparks after every run settled: the balance is grants minus charges plus refunds,
  * no hold is left open (each hold has its release), and the ledger sums to the kept balance.
  */
 export async function assertTeamBalanced(db: Queryable, teamId: string): Promise<void> {
-  const { rows } = await db.query<{ balance: number; grants: number; charges: number; holds: number; releases: number }>(
+  const { rows } = await db.query<{ balance: number; grants: number; charges: number; refunds: number; holds: number; releases: number }>(
     `SELECT t.sparks_available::bigint AS balance,
             coalesce(sum(l.amount) FILTER (WHERE l.kind = 'grant'), 0)::bigint AS grants,
             coalesce(-sum(l.amount) FILTER (WHERE l.kind = 'charge'), 0)::bigint AS charges,
+            coalesce(sum(l.amount) FILTER (WHERE l.kind = 'refund'), 0)::bigint AS refunds,
             count(*) FILTER (WHERE l.kind = 'hold')::integer AS holds,
             count(*) FILTER (WHERE l.kind = 'release')::integer AS releases
        FROM teams t LEFT JOIN ledger_entries l ON l.team_id = t.id
@@ -61,7 +62,7 @@ export async function assertTeamBalanced(db: Queryable, teamId: string): Promise
   const row = rows[0];
   assert.ok(row, `team ${teamId} exists`);
   assert.equal(row.holds, row.releases, `every hold of team ${teamId} was released`);
-  assert.equal(row.balance, row.grants - row.charges, `balance of team ${teamId} = grants - charges`);
+  assert.equal(row.balance, row.grants - row.charges + row.refunds, `balance of team ${teamId} = grants - charges + refunds`);
   assert.deepEqual(await ledgerDrift(db), [], 'every team balances to the Spark');
 }
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, afterEach, before, describe } from 'node:test';
 import type { Config } from '../../src/config/config.js';
 import { loadConfig } from '../../src/config/config.js';
-import type { Queryable } from '../../src/db/pool.js';
+import type { Db, Queryable } from '../../src/db/pool.js';
 import { testLogger } from './test-logs.js';
 import { resolveMediaBinaries } from '../../src/media/binaries.js';
 import { lockRun } from '../../src/runs/repository.js';
@@ -193,10 +193,11 @@ export class WorkerSet {
     private readonly logs?: LogSink,
   ) {}
 
-  async start(opts: { concurrency?: number; env?: Record<string, string> } = {}): Promise<RunWorker> {
+  /** `db`: the pool the worker works through (the server's own when not given); it LISTENs directly. */
+  async start(opts: { concurrency?: number; env?: Record<string, string>; db?: Db } = {}): Promise<RunWorker> {
     const worker = new RunWorker({
       config: workerConfig(this.s, opts.env),
-      db: this.s.database.db,
+      db: opts.db ?? this.s.database.db,
       storage: this.s.storage,
       tools: this.tools,
       media: resolveMediaBinaries(),
