@@ -317,7 +317,7 @@ describe('S3 backend: uploads through presigned part URLs', () => {
     const upload = await startUpload(text.length, 'fake.png', 'image/png');
     const res = await complete(upload, await uploadAll(upload, text));
     assert.equal(res.status, 200);
-    assert.deepEqual(await res.json(), { object: 'file', id: upload.file_id, status: 'rejected' });
+    assert.deepEqual(await res.json(), { object: 'file', id: upload.file_id, status: 'rejected', problem: 'unrecognised file type' });
     const [row] = await getTeamFiles(s.database.db.pool, team.teamId, [upload.file_id]);
     assert.equal(row?.status, 'rejected');
     assert.equal(row?.media_kind, 'other');

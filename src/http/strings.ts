@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { invalidRequest, type FieldError, type Loc } from './errors.js';
-import { fieldErrors } from './validation.js';
+import { endAtFields, fieldErrors } from './validation.js';
 
 /**
  * Text the service can neither store nor pass on: NUL (PostgreSQL's text and jsonb refuse U+0000)
@@ -108,7 +108,7 @@ export function registerStringChecks(app: FastifyInstance): StringChecks {
     const errors: FieldError[] = [];
     if (schema?.params) characterErrors(request.params, ['path'], errors);
     if (schema?.querystring) characterErrors(request.query, ['query'], errors);
-    if (errors.length) throw invalidRequest(errors);
+    if (errors.length) throw invalidRequest(endAtFields(errors));
   });
 
   app.addHook('preValidation', async (request) => {
@@ -116,7 +116,8 @@ export function registerStringChecks(app: FastifyInstance): StringChecks {
     const schema = request.routeOptions.schema;
     const errors = headerErrors(request, declaredProperties(schema?.headers));
     if (schema?.body && request.body !== undefined) characterErrors(request.body, ['body'], errors);
-    if (errors.length) found.set(request, errors);
+    // An item of a list is reported on the list, as the schema's own errors are.
+    if (errors.length) found.set(request, endAtFields(errors));
   });
 
   app.addHook('preHandler', async (request) => {

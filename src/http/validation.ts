@@ -129,7 +129,7 @@ export function fieldErrors(errors: FastifySchemaValidationError[], context: str
  * "events", 1]) is said of the list, the message naming the item; one entry per field, the
  * first item's problem.
  */
-function endAtFields(errors: FieldError[]): FieldError[] {
+export function endAtFields(errors: FieldError[]): FieldError[] {
   const byField = new Map<string, FieldError>();
   for (const e of errors) {
     let end = e.loc.length;

@@ -1291,6 +1291,7 @@ export interface operations {
                  */
                 "application/json": {
                     file_name: string;
+                    /** @description The declared media type, printable ASCII (e.g. image/png); the bytes decide what the file is */
                     mime_type: string;
                     /** @description The exact file size in bytes */
                     size_bytes: number;
