@@ -2,20 +2,12 @@
 // media within the upload limits (the probe's picture bounds and longest length), for checking
 // that estimate_hint contains what any run costs.
 import { randomUUID } from 'node:crypto';
+import { prng } from '../../scripts/topology/load.js';
 import { DEFAULT_PROBE_LIMITS, MAX_MEDIA_SECONDS, MAX_VIDEO_PIXELS } from '../../src/media/probe.js';
 import { MEDIA_KINDS, type MediaInfo, type PricingInput, type ToolManifest, type ToolSlot } from '../../src/tools/manifest.js';
 
-/** A seeded generator (mulberry32), so a failing sample can be replayed from its seed. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded generator, so a failing sample can be replayed from its seed. */
+export const seeded = prng;
 
 type Rnd = () => number;
 
