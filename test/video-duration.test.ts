@@ -95,6 +95,18 @@ describe('a container that claims less than its streams hold', () => {
     assert.match(res.json<{ error: { errors: { message: string }[] } }>().error.errors[0]!.message, /^item 1 \(index 0\): .*streams run for more than 4 h; at most 4 h are accepted/);
   });
 
+  test('frames squeezed into a short timeline are refused at complete: the price follows the length, the work the frames', async () => {
+    // 800 frames with timestamps 2.5 ms apart: 2 s of length, 400 frames a second.
+    const squeezed = await mkvClaiming(dir, 'squeezed.mkv', { seconds: 2, claims: 2, fps: 400, audio: false });
+    const file = await uploadFile(s, team.key, squeezed, 'squeezed.mkv', 'video/x-matroska');
+    assert.equal(file.status, 'rejected');
+    assert.match(file.problem ?? '', /^the video holds 800 frames in 2 s \(400 a second\); at most 240 frames a second are accepted$/);
+    // High-frame-rate footage within the bound is accepted as it is.
+    const fast = await mkvClaiming(dir, 'fast.mkv', { seconds: 2, claims: 2, fps: 120, audio: false });
+    const ok = await uploadFile(s, team.key, fast, 'fast.mkv', 'video/x-matroska');
+    assert.equal(ok.status, 'ready');
+  });
+
   test('audio alone is held to the same rule: measured at 12 s, and refused by a 5 s limit its header would pass', async () => {
     const file = path.join(dir, 'lying-tone.mka');
     await fs.writeFile(file, await mkvClaiming(dir, 'tone.mka', { seconds: REAL, claims: CLAIMED, video: false }));

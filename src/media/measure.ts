@@ -18,10 +18,12 @@ import { spawn } from 'node:child_process';
 export interface MeasuredStream {
   index: number;
   frameRate: number | null;
+  /** A video stream: its packets (one per frame) are counted as frames. */
+  video?: boolean;
 }
 
 export type Measurement =
-  | { kind: 'measured'; seconds: number | null }
+  | { kind: 'measured'; seconds: number | null; videoFrames: number }
   /** The span passed stopAfterSeconds and the scan was stopped there. */
   | { kind: 'over'; seconds: number }
   | { kind: 'timeout' }
@@ -119,6 +121,13 @@ export class PacketSpans {
     if (!discarded) widen(span.shown, at, end);
   }
 
+  /** Packets of the video streams: the frames a tool decodes, whatever the timestamps say. */
+  videoFrames(): number {
+    let frames = 0;
+    for (const s of this.streams) if (s.video) frames += this.spans.get(s.index)!.packets;
+    return frames;
+  }
+
   /** From the earliest timestamp of any stream to the latest end of any; null before any packet. */
   seconds(): number | null {
     let counted = 0;
@@ -199,7 +208,7 @@ export function measureLength(opts: MeasureOptions): Promise<Measurement> {
         return;
       }
       // A scan that failed part-way still proves the file is at least this long.
-      resolve(started && (code === 0 || seconds !== null) ? { kind: 'measured', seconds } : { kind: 'failed' });
+      resolve(started && (code === 0 || seconds !== null) ? { kind: 'measured', seconds, videoFrames: spans.videoFrames() } : { kind: 'failed' });
     };
     child.once('error', () => settle(null, false));
     child.once('close', (code) => settle(code, true));

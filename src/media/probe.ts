@@ -32,12 +32,20 @@ export interface ProbeLimits {
   maxVideoPixels: number;
   /** Longest audio or video accepted; null: no bound (tool outputs, which their run time bounds). */
   maxDurationSeconds: number | null;
+  /**
+   * Most video frames a second of measured length may hold (any file may hold a second's worth):
+   * a tool's work follows its frames, its price the length, so frames squeezed into a short
+   * timeline would be work nobody paid for.
+   */
+  maxFrameRate: number;
 }
 
 /** 8192 x 4320 (DCI 8K): every real camera format fits, and a frame decodes in about 50 MB. */
 export const MAX_VIDEO_PIXELS = 8192 * 4320;
 /** Four hours: longer than any clip the video tools can work through within their time limits. */
 export const MAX_MEDIA_SECONDS = 4 * 3600;
+/** 240 frames a second: phones' slow-motion capture, the fastest real footage. */
+export const MAX_FRAME_RATE = 240;
 
 /** Uploads. */
 export const DEFAULT_PROBE_LIMITS: ProbeLimits = {
@@ -45,6 +53,7 @@ export const DEFAULT_PROBE_LIMITS: ProbeLimits = {
   maxImagePixels: 268_402_689,
   maxVideoPixels: MAX_VIDEO_PIXELS,
   maxDurationSeconds: MAX_MEDIA_SECONDS,
+  maxFrameRate: MAX_FRAME_RATE,
 };
 
 /** Tool outputs: the same picture bounds; their length is whatever the (time-bounded) run made. */
@@ -199,7 +208,7 @@ async function probeAudioVideo(source: string, mime: string | null, bins: MediaB
     source,
     streams: streams
       .filter((s) => s.index !== undefined && (s.codec_type === 'audio' || (s.codec_type === 'video' && !s.disposition?.attached_pic)))
-      .map((s) => ({ index: s.index!, frameRate: rate(s.avg_frame_rate) ?? rate(s.r_frame_rate) })),
+      .map((s) => ({ index: s.index!, frameRate: rate(s.avg_frame_rate) ?? rate(s.r_frame_rate), video: s.codec_type === 'video' })),
     timeoutMs: limits.timeoutMs,
     stopAfterSeconds: limits.maxDurationSeconds,
   });
@@ -217,6 +226,13 @@ async function probeAudioVideo(source: string, mime: string | null, bins: MediaB
   }
   const length = Math.max(measured.seconds ?? 0, Number.isFinite(declared) ? declared : 0);
   if (!(length > 0)) return refused("the file's length could not be measured: its packets carry no timestamps");
+  const frames = measured.videoFrames;
+  if (frames > limits.maxFrameRate * Math.max(1, length)) {
+    const perSecond = Math.round(frames / length);
+    return refused(
+      `the video holds ${frames} frames in ${Number(length.toFixed(2))} s (${perSecond} a second); at most ${limits.maxFrameRate} frames a second are accepted`,
+    );
+  }
   return { ...result, decodable: true, durationSeconds: length };
 }
 

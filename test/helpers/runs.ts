@@ -92,8 +92,14 @@ export async function beginUpload(s: TestServer, key: string, bytes: Buffer, nam
   return res.json<Upload>();
 }
 
-/** Uploads and completes a file; returns its id and the status completion gave it. */
-export async function uploadFile(s: TestServer, key: string, bytes: Buffer, name: string, mime: string): Promise<{ id: string; status: string }> {
+/** Uploads and completes a file; returns its id, the status completion gave it and why it was rejected. */
+export async function uploadFile(
+  s: TestServer,
+  key: string,
+  bytes: Buffer,
+  name: string,
+  mime: string,
+): Promise<{ id: string; status: string; problem?: string }> {
   const up = await beginUpload(s, key, bytes, name, mime);
   const parts = [];
   for (const p of up.parts) {
@@ -104,7 +110,8 @@ export async function uploadFile(s: TestServer, key: string, bytes: Buffer, name
   }
   const done = await call(s, key, 'POST', `/v1/files/${up.file_id}/complete`, { upload_id: up.upload_id, parts });
   assert.equal(done.statusCode, 200, done.body);
-  return { id: up.file_id, status: done.json<{ status: string }>().status };
+  const file = done.json<{ status: string; problem?: string }>();
+  return { id: up.file_id, status: file.status, ...(file.problem === undefined ? {} : { problem: file.problem }) };
 }
 
 export async function uploadReady(s: TestServer, key: string, bytes: Buffer, name: string, mime: string): Promise<string> {
