@@ -127,7 +127,7 @@ describe('happy path', () => {
 
   test('a key whose member is demoted to member keeps working on /v1/me', async () => {
     const f = await makeTeam(db(), { role: 'admin' });
-    await updateMember(db().pool, f.memberId, 'member');
+    await updateMember(db(), f.memberId, 'member');
     const res = await me(f.key);
     assert.equal(res.statusCode, 200, res.body);
     assert.equal(res.json<{ api_key: { id: string } }>().api_key.id, f.keyId);
@@ -400,7 +400,7 @@ describe('error cases', () => {
     const leaverKey = await newKey(admin.id);
     assert.equal((await me(leaverKey.key)).statusCode, 200);
 
-    await removeMember(db().pool, admin.id);
+    await removeMember(db(), admin.id);
     assertError(await me(leaverKey.key), 401, 'invalid_api_key');
     const listed = (await listApiKeys(db().pool, owner.teamId)).find((k) => k.id === leaverKey.api_key.id);
     assert.equal(listed?.active, false);
@@ -453,7 +453,7 @@ describe('error cases', () => {
   test('key creation is refused for a removed member, a bad rate, an unknown scope or a bad name', async () => {
     const f = await makeTeam(db());
     const gone = await addTo(f.teamId, 'admin');
-    await removeMember(db().pool, gone.id);
+    await removeMember(db(), gone.id);
     await assert.rejects(newKey(gone.id), AdminError);
     await assert.rejects(newKey(f.memberId, { rate: 100 }), AdminError);
     await assert.rejects(
@@ -513,7 +513,7 @@ describe('the 25 active keys per team limit', () => {
     assert.equal(await activeKeyCount(f.teamId), 25);
     await assert.rejects(newKey(f.memberId), AdminError);
 
-    await removeMember(db().pool, admin.id);
+    await removeMember(db(), admin.id);
     assert.equal(await activeKeyCount(f.teamId), 20);
     for (let i = 0; i < 5; i++) await newKey(f.memberId);
     await assert.rejects(newKey(f.memberId), AdminError);
@@ -578,7 +578,7 @@ describe('security', () => {
     const removed = await makeTeam(db());
     const admin = await addTo(removed.teamId, 'admin');
     const removedKey = await newKey(admin.id);
-    await removeMember(db().pool, admin.id);
+    await removeMember(db(), admin.id);
 
     const answers = await Promise.all(
       [WELL_FORMED_UNKNOWN, revoked.key, removedKey.key, 'svc_test_tooshort'].map(async (key) => {

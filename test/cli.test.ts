@@ -280,7 +280,7 @@ describe('toolrun admin key', { concurrency: 2 }, () => {
     assert.equal(parsed.object, 'list');
     assert.deepEqual(parsed.data.map((k) => k.id).sort(), [k1.api_key.id, k2.api_key.id].sort());
     for (const item of parsed.data) {
-      assert.deepEqual(sortedKeys(item), ['active', 'created_at', 'id', 'member_id', 'name', 'prefix', 'rate_limit_per_minute', 'revoked_at', 'scopes']);
+      assert.deepEqual(sortedKeys(item), ['active', 'created_at', 'id', 'last_used_at', 'member_email', 'member_id', 'name', 'prefix', 'rate_limit_per_minute', 'revoked_at', 'scopes']);
       const made = item.id === k1.api_key.id ? k1 : k2;
       assert.deepEqual({ id: item.id, name: item.name, prefix: item.prefix, scopes: item.scopes, rate_limit_per_minute: item.rate_limit_per_minute }, made.api_key);
       assert.equal(item.member_id, owner.id);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config/config.js';
-import { updateMember } from '../src/teams/repository.js';
+import { addMember, updateMember } from '../src/teams/repository.js';
 import { listAttempts } from '../src/webhooks/admin.js';
 import { createTestApp, type TestApp } from './helpers/app.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
@@ -71,13 +71,15 @@ describe('webhook endpoints: who may manage them', () => {
   test("a key whose member is demoted to member is refused with insufficient_role; admin is enough", async () => {
     const team = await webhookTeam(database.db);
     const { signing_secret: _secret, ...created } = await createEndpoint(pub, team.key, PUBLIC_URL);
-    await updateMember(database.db.pool, team.memberId, 'member');
+    // A team keeps at least one owner: another one takes over before the key's owner is demoted.
+    await addMember(database.db, { teamId: team.teamId, email: `second-owner-${team.teamId}@example.test`, role: 'owner' });
+    await updateMember(database.db, team.memberId, 'member');
     for (const [method, url, body] of operations(created.id)) {
       const e = assertError(await req(pub, team.key, method, url, body), 403, 'insufficient_role');
       assert.equal(e.details?.required_role, 'admin', `${method} ${url}`);
     }
     // Nothing was changed by the refused calls.
-    await updateMember(database.db.pool, team.memberId, 'admin');
+    await updateMember(database.db, team.memberId, 'admin');
     const list = await req(pub, team.key, 'GET', '/v1/webhook-endpoints');
     assert.equal(list.statusCode, 200, list.body);
     assert.deepEqual(list.json<{ data: EndpointJson[] }>().data, [created]);

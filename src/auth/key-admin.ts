@@ -19,7 +19,11 @@ export interface ApiKeyView {
 
 export interface ApiKeyListItem extends ApiKeyView {
   member_id: string;
+  /** The creator's email: the key acts as this member. */
+  member_email: string;
   created_at: string;
+  /** Kept to the minute (src/auth/key-usage.ts); null when never used. */
+  last_used_at: string | null;
   revoked_at: string | null;
   active: boolean;
 }
@@ -53,21 +57,23 @@ export async function createApiKey(
   const scopes = normalizeScopes(input.scopes);
   return db.tx(async (tx) => {
     const member = await getMember(tx, input.memberId);
-    if (!member || member.removed_at) throw new AdminError(`no active member with id ${input.memberId}`);
+    if (!member || member.removed_at) throw new AdminError(`no active member with id ${input.memberId}`, 'member_not_found');
     // Locking the team row serialises key creation per team, so the 25-key limit holds under races.
     await tx.query('SELECT 1 FROM teams WHERE id = $1::uuid FOR UPDATE', [member.team_id]);
     const team = await mustGetTeam(tx, member.team_id);
     if (member.role === 'member') {
-      throw new AdminError(`member ${member.email} has role "member"; only owners and admins create API keys`);
+      throw new AdminError(`member ${member.email} has role "member"; only owners and admins create API keys`, 'insufficient_role');
     }
-    if (team.plan === 'free') throw new AdminError(`team ${team.id} is on the Free plan; API keys need Plus, Pro or Team`);
+    if (team.plan === 'free') {
+      throw new AdminError(`team ${team.id} is on the Free plan; API keys need Plus, Pro or Team`, 'plan_upgrade_required');
+    }
     const { rows } = await tx.query<{ n: number }>(
       `SELECT count(*)::integer AS n FROM api_keys k JOIN members m ON m.id = k.member_id AND m.removed_at IS NULL
         WHERE k.team_id = $1::uuid AND k.revoked_at IS NULL`,
       [team.id],
     );
     if ((rows[0]?.n ?? 0) >= MAX_ACTIVE_KEYS_PER_TEAM) {
-      throw new AdminError(`team ${team.id} already has ${MAX_ACTIVE_KEYS_PER_TEAM} active keys; revoke one first`);
+      throw new AdminError(`team ${team.id} already has ${MAX_ACTIVE_KEYS_PER_TEAM} active keys; revoke one first`, 'key_limit_reached');
     }
     const id = randomUUID();
     const generated = generateKey(input.envPrefix);
@@ -87,30 +93,40 @@ export async function createApiKey(
   });
 }
 
-export async function revokeApiKey(db: Queryable, keyId: string): Promise<ApiKeyListItem> {
+/** Revokes a key (again: no change); with teamId, only a key of that team (another team's is not found). */
+export async function revokeApiKey(db: Queryable, keyId: string, opts: { teamId?: string } = {}): Promise<ApiKeyListItem> {
   const { rows } = await db.query<ApiKeyRow>(
-    `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1::uuid RETURNING ${KEY_COLUMNS}`,
-    [keyId],
+    `WITH k AS (
+       UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
+        WHERE id = $1::uuid AND ($2::uuid IS NULL OR team_id = $2::uuid) RETURNING *
+     )
+     SELECT ${KEY_COLUMNS} FROM k JOIN members m ON m.id = k.member_id`,
+    [keyId, opts.teamId ?? null],
   );
-  if (!rows[0]) throw new AdminError(`no API key with id ${keyId}`);
+  if (!rows[0]) throw new AdminError(`no API key with id ${keyId}`, 'api_key_not_found');
   return toListItem(rows[0]);
 }
 
-export async function listApiKeys(db: Queryable, teamId: string): Promise<ApiKeyListItem[]> {
+/** The team's keys, oldest first; activeOnly leaves out revoked keys and those of removed members. */
+export async function listApiKeys(db: Queryable, teamId: string, opts: { activeOnly?: boolean } = {}): Promise<ApiKeyListItem[]> {
   await mustGetTeam(db, teamId);
   const { rows } = await db.query<ApiKeyRow>(
-    `SELECT ${KEY_COLUMNS} FROM api_keys k WHERE k.team_id = $1::uuid ORDER BY k.created_at, k.id`,
-    [teamId],
+    `SELECT * FROM (SELECT ${KEY_COLUMNS} FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.team_id = $1::uuid) l
+      WHERE NOT $2::boolean OR l.active ORDER BY l.created_at, l.id`,
+    [teamId, opts.activeOnly ?? false],
   );
   return rows.map(toListItem);
 }
 
-const KEY_COLUMNS = `id, member_id, name, prefix, scopes, rate_limit_per_minute, created_at, revoked_at,
-  (revoked_at IS NULL AND EXISTS (SELECT 1 FROM members m WHERE m.id = member_id AND m.removed_at IS NULL)) AS active`;
+// Selected from a relation named k (the table, or the UPDATE's RETURNING).
+const KEY_COLUMNS = `k.id, k.member_id, m.email AS member_email, k.name, k.prefix, k.scopes, k.rate_limit_per_minute, k.created_at,
+  k.revoked_at, k.last_used_at, (k.revoked_at IS NULL AND m.removed_at IS NULL) AS active`;
 
 interface ApiKeyRow {
   id: string;
   member_id: string;
+  member_email: string;
+  last_used_at: Date | null;
   name: string;
   prefix: string;
   scopes: Scope[];
@@ -124,12 +140,14 @@ function toListItem(r: ApiKeyRow): ApiKeyListItem {
   return {
     id: r.id,
     member_id: r.member_id,
+    member_email: r.member_email,
     name: r.name,
     prefix: r.prefix,
     scopes: r.scopes,
     rate_limit_per_minute: r.rate_limit_per_minute,
     created_at: r.created_at.toISOString(),
     revoked_at: r.revoked_at ? r.revoked_at.toISOString() : null,
+    last_used_at: r.last_used_at ? r.last_used_at.toISOString() : null,
     active: r.active,
   };
 }

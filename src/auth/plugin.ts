@@ -4,6 +4,7 @@ import type { Db } from '../db/pool.js';
 import { ApiError } from '../http/errors.js';
 import { clientGroup } from './client-address.js';
 import { parseAuthorization, sameHash } from './keys.js';
+import type { KeyUsage } from './key-usage.js';
 import { authenticateKey, type KeyContext, type Scope } from './repository.js';
 import { TokenReservations } from './reservations.js';
 import { UnrecognisedKeyGate } from './unrecognised-keys.js';
@@ -45,6 +46,7 @@ interface Admission {
 export function createAuthHook(
   config: Config,
   db: Db,
+  usage: KeyUsage | null = null,
   reservations = new TokenReservations(config.rateReservationMs),
   gate = new UnrecognisedKeyGate(config.unrecognisedKeysPerSecond),
 ) {
@@ -112,6 +114,8 @@ export function createAuthHook(
       );
     }
     gate.markValid(hex);
+    // Noted in memory; written later, off the request path (src/auth/key-usage.ts).
+    usage?.seen(ctx.keyId);
     // Every response to a known key carries the RateLimit headers, refusals included.
     setRateHeaders(reply, ctx.rateLimitPerMinute, remaining);
     // The rate applies to every request, so it answers first: a key over its limit is told to

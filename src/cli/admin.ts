@@ -8,6 +8,7 @@ import {
   addMember,
   AdminError,
   grantSparks,
+  isEmailAddress,
   mustGetTeam,
   PLANS,
   removeMember,
@@ -111,7 +112,7 @@ export function adminCommand(config: Config, withDb: WithDb): Command {
     .requiredOption('--role <role>', ROLES.join('|'), oneOf('--role', ROLES))
     .action((o: { team: string; email: string; role: Role }) =>
       withDb(async (db) => {
-        if (!/^[^\s@]+@[^\s@]+$/.test(o.email) || o.email.length > 320) throw new AdminError('--email must be an email address');
+        if (!isEmailAddress(o.email)) throw new AdminError('--email must be an email address');
         return memberView(await addMember(db, { teamId: o.team, email: o.email, role: o.role }));
       }),
     );
@@ -119,11 +120,22 @@ export function adminCommand(config: Config, withDb: WithDb): Command {
     .command('update')
     .requiredOption('--member <id>', 'member id', uuid('--member'))
     .requiredOption('--role <role>', ROLES.join('|'), oneOf('--role', ROLES))
-    .action((o: { member: string; role: Role }) => withDb(async (db) => memberView(await updateMember(db.pool, o.member, o.role))));
+    .action((o: { member: string; role: Role }) => withDb(async (db) => memberView(await updateMember(db, o.member, o.role))));
   member
     .command('remove')
     .requiredOption('--member <id>', 'member id', uuid('--member'))
-    .action((o: { member: string }) => withDb(async (db) => memberView(await removeMember(db.pool, o.member))));
+    .action((o: { member: string }) => withDb(async (db) => memberView(await removeMember(db, o.member))));
+
+  member
+    .command('invite')
+    .description('print a one-time link that sets the member\'s console password (valid 72 hours; replaces earlier links)')
+    .requiredOption('--member <id>', 'member id', uuid('--member'))
+    .action((o: { member: string }) =>
+      withDb(async (db) => {
+        const { createInvite } = await import('../console/invites.js');
+        return createInvite(db, config.publicBaseUrl, o.member);
+      }),
+    );
 
   const key = admin.command('key').description('API keys');
   key

@@ -11,7 +11,9 @@ import Fastify, {
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
+import { KeyUsage } from '../auth/key-usage.js';
 import { createAuthHook } from '../auth/plugin.js';
+import { consoleApi } from '../console/plugin.js';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
 import { fileRoutes, fileSchemas } from '../files/routes.js';
@@ -187,7 +189,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   refuseWhileClosing(app);
   if (deps.metrics) instrumentHttp(app, deps.metrics);
-  app.addHook('onRequest', createAuthHook(config, db));
+  const usage = new KeyUsage(db.relaxed, (err) => logger.warn({ err }, 'could not record when API keys were last used'));
+  // Closing writes what is noted, so a graceful stop loses no "last used".
+  app.addHook('onClose', async () => usage.flush());
+  app.addHook('onRequest', createAuthHook(config, db, usage));
   const strings = registerStringChecks(app);
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -233,6 +238,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(fileRoutes({ config, db, storage: deps.storage, media: deps.media }));
   await app.register(runRoutes({ config, db, tools, storage: deps.storage }));
   await app.register(webhookRoutes({ config, db }));
+  await app.register(consoleApi({ config, db }));
   // The local backend serves its signed part and download URLs itself; S3 serves its own.
   if (deps.storage instanceof LocalStorage) await app.register(localStorageRoutes(deps.storage, config.httpTimeouts));
   if (deps.extraRoutes) await app.register(deps.extraRoutes);

@@ -32,6 +32,8 @@ export function openApiTransform({ schema, url, route }: { schema: unknown; url:
   url: string;
 } {
   const out = { ...(schema as Json) };
+  // The console's JSON API has its own document (GET /console/api/openapi.json); its pages none.
+  if (url === '/console' || url.startsWith('/console/')) return { schema: { ...out, hide: true }, url };
   const config = (route.config ?? {}) as { scope?: string; documentedHeaders?: TSchema };
   if (config.scope) out.security = [{ bearerAuth: [] }];
   if (config.documentedHeaders) out.headers = config.documentedHeaders;

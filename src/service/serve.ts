@@ -79,7 +79,8 @@ export async function startService(
       // Printed once on the terminal, never logged: the full key is shown only here.
       out.write(
         `\nDemo team created (plan pro, 1000 Sparks). Its API key, shown only now:\n\n  ${seeded.key}\n\n` +
-          `Try it:\n\n  curl -H "Authorization: Bearer ${seeded.key}" ${url}/v1/me\n\n`,
+          `Try it:\n\n  curl -H "Authorization: Bearer ${seeded.key}" ${url}/v1/me\n\n` +
+          `Team console: set the owner's (owner@demo.invalid) password with this link, valid until ${seeded.inviteExpiresAt}:\n\n  ${seeded.inviteUrl}\n\n`,
       );
     }
     const started = app;

@@ -5,12 +5,40 @@ import type { Plan, Role } from '../auth/repository.js';
 export const PLANS: Plan[] = ['free', 'plus', 'pro', 'team'];
 export const ROLES: Role[] = ['owner', 'admin', 'member'];
 
+/**
+ * Why a rule refused, for callers that answer with their own wording and status (the console API
+ * maps each to an error code); the CLI prints the message.
+ */
+export type AdminReason =
+  | 'invalid'
+  | 'team_not_found'
+  | 'member_not_found'
+  | 'member_exists'
+  | 'last_owner'
+  | 'insufficient_role'
+  | 'plan_upgrade_required'
+  | 'key_limit_reached'
+  | 'api_key_not_found'
+  | 'not_found'
+  | 'conflict';
+
 /** A refusal an operator can act on; the CLI prints its message. */
 export class AdminError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly reason: AdminReason = 'invalid',
+  ) {
     super(message);
     this.name = 'AdminError';
   }
+}
+
+/** What counts as an email address, for the CLI and the console alike. */
+export const EMAIL_PATTERN = '^[^\\s@]+@[^\\s@]+$';
+export const MAX_EMAIL_LENGTH = 320;
+
+export function isEmailAddress(s: string): boolean {
+  return s.length <= MAX_EMAIL_LENGTH && new RegExp(EMAIL_PATTERN).test(s);
 }
 
 export interface Team {
@@ -38,7 +66,7 @@ export async function getTeam(db: Queryable, teamId: string): Promise<Team | nul
 
 export async function mustGetTeam(db: Queryable, teamId: string): Promise<Team> {
   const team = await getTeam(db, teamId);
-  if (!team) throw new AdminError(`no team with id ${teamId}`);
+  if (!team) throw new AdminError(`no team with id ${teamId}`, 'team_not_found');
   return team;
 }
 
@@ -100,7 +128,7 @@ export async function addMember(db: Db, input: { teamId: string; email: string; 
        ON CONFLICT DO NOTHING RETURNING id, team_id, email, role, removed_at`,
       [randomUUID(), input.teamId, input.email, input.role],
     );
-    if (!rows[0]) throw new AdminError(`${input.email} is already a member of team ${input.teamId}`);
+    if (!rows[0]) throw new AdminError(`${input.email} is already a member of team ${input.teamId}`, 'member_exists');
     return rows[0];
   });
 }
@@ -113,23 +141,58 @@ export async function getMember(db: Queryable, memberId: string, opts: { lock?: 
   return rows[0] ?? null;
 }
 
-export async function updateMember(db: Queryable, memberId: string, role: Role): Promise<Member> {
-  const { rows } = await db.query<Member>(
-    `UPDATE members SET role = $2::text WHERE id = $1::uuid AND removed_at IS NULL RETURNING id, team_id, email, role, removed_at`,
-    [memberId, role],
-  );
-  if (!rows[0]) throw new AdminError(`no active member with id ${memberId}`);
-  return rows[0];
+const MEMBER_COLUMNS = 'id, team_id, email, role, removed_at';
+
+/**
+ * Locks the member's team (member changes of a team are serialised, so two owners demoting each
+ * other cannot leave none) and refuses to take the team's last owner away.
+ */
+async function lockForChange(tx: Queryable, memberId: string, losesOwner: (m: Member) => boolean): Promise<Member> {
+  const found = await getMember(tx, memberId);
+  if (!found || found.removed_at) throw new AdminError(`no active member with id ${memberId}`, 'member_not_found');
+  await tx.query('SELECT 1 FROM teams WHERE id = $1::uuid FOR UPDATE', [found.team_id]);
+  const member = await getMember(tx, memberId);
+  if (!member || member.removed_at) throw new AdminError(`no active member with id ${memberId}`, 'member_not_found');
+  if (member.role === 'owner' && losesOwner(member)) {
+    const { rows } = await tx.query<{ n: number }>(
+      `SELECT count(*)::integer AS n FROM members WHERE team_id = $1::uuid AND role = 'owner' AND removed_at IS NULL AND id <> $2::uuid`,
+      [member.team_id, member.id],
+    );
+    if ((rows[0]?.n ?? 0) === 0) {
+      throw new AdminError(`${member.email} is the last owner of team ${member.team_id}; make another member owner first`, 'last_owner');
+    }
+  }
+  return member;
 }
 
-/** The member's keys stop working for good: they join on an active member, which this one never is again. */
-export async function removeMember(db: Queryable, memberId: string): Promise<Member> {
-  const { rows } = await db.query<Member>(
-    `UPDATE members SET removed_at = now() WHERE id = $1::uuid AND removed_at IS NULL RETURNING id, team_id, email, role, removed_at`,
-    [memberId],
-  );
-  if (!rows[0]) throw new AdminError(`no active member with id ${memberId}`);
-  return rows[0];
+export async function updateMember(db: Db, memberId: string, role: Role): Promise<Member> {
+  return db.tx(async (tx) => {
+    await lockForChange(tx, memberId, () => role !== 'owner');
+    const { rows } = await tx.query<Member>(
+      `UPDATE members SET role = $2::text WHERE id = $1::uuid AND removed_at IS NULL RETURNING ${MEMBER_COLUMNS}`,
+      [memberId, role],
+    );
+    if (!rows[0]) throw new AdminError(`no active member with id ${memberId}`, 'member_not_found');
+    return rows[0];
+  });
+}
+
+/**
+ * The member's keys stop working for good: they join on an active member, which this one never is
+ * again. Their console sessions and invite links end in the same transaction.
+ */
+export async function removeMember(db: Db, memberId: string): Promise<Member> {
+  return db.tx(async (tx) => {
+    await lockForChange(tx, memberId, () => true);
+    const { rows } = await tx.query<Member>(
+      `UPDATE members SET removed_at = now() WHERE id = $1::uuid AND removed_at IS NULL RETURNING ${MEMBER_COLUMNS}`,
+      [memberId],
+    );
+    if (!rows[0]) throw new AdminError(`no active member with id ${memberId}`, 'member_not_found');
+    await tx.query('DELETE FROM console_sessions WHERE member_id = $1::uuid', [memberId]);
+    await tx.query('DELETE FROM member_invites WHERE member_id = $1::uuid', [memberId]);
+    return rows[0];
+  });
 }
 
 export async function countTeams(db: Queryable): Promise<number> {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { KeyContext } from '../auth/repository.js';
+import type { Role } from '../auth/repository.js';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
 import { ApiError, invalidRequest, type FieldError } from '../http/errors.js';
@@ -34,8 +34,17 @@ export interface WebhooksDeps {
   db: Db;
 }
 
-/** Endpoint operations need an owner or admin behind the key, on top of the webhooks scope. */
-function requireAdmin(auth: KeyContext): void {
+/**
+ * Who acts: a key's member (/v1, where the key's scope was checked first) or a signed-in member
+ * (the console). Every rule below holds for both.
+ */
+export interface Actor {
+  teamId: string;
+  role: Role;
+}
+
+/** Endpoint operations need an owner or admin behind the key or the session. */
+function requireAdmin(auth: Actor): void {
   if (auth.role !== 'owner' && auth.role !== 'admin') {
     throw new ApiError('insufficient_role', "Webhook endpoints are managed by a team owner or admin; this key's member is not one.", {
       details: { required_role: 'admin', role: auth.role },
@@ -81,12 +90,12 @@ async function checkUrl(config: Config, raw: string, log: RequestLog): Promise<F
   return null;
 }
 
-export async function listTeamEndpoints(deps: WebhooksDeps, auth: KeyContext): Promise<WebhookEndpoint[]> {
+export async function listTeamEndpoints(deps: WebhooksDeps, auth: Actor): Promise<WebhookEndpoint[]> {
   requireAdmin(auth);
   return (await listEndpoints(deps.db.pool, auth.teamId)).map(endpointResource);
 }
 
-export async function createEndpoint(deps: WebhooksDeps, auth: KeyContext, body: CreateEndpointBody, log: RequestLog): Promise<CreatedWebhookEndpoint> {
+export async function createEndpoint(deps: WebhooksDeps, auth: Actor, body: CreateEndpointBody, log: RequestLog): Promise<CreatedWebhookEndpoint> {
   requireAdmin(auth);
   const urlError = await checkUrl(deps.config, body.url, log);
   if (urlError) throw invalidRequest([urlError]);
@@ -105,7 +114,7 @@ export async function createEndpoint(deps: WebhooksDeps, auth: KeyContext, body:
   });
 }
 
-export async function patchEndpoint(deps: WebhooksDeps, auth: KeyContext, id: string, body: UpdateEndpointBody): Promise<WebhookEndpoint> {
+export async function patchEndpoint(deps: WebhooksDeps, auth: Actor, id: string, body: UpdateEndpointBody): Promise<WebhookEndpoint> {
   requireAdmin(auth);
   return deps.db.tx(async (tx) => {
     const existing = await getEndpoint(tx, auth.teamId, id, { lock: true });
@@ -119,7 +128,7 @@ export async function patchEndpoint(deps: WebhooksDeps, auth: KeyContext, id: st
   });
 }
 
-export async function removeEndpoint(deps: WebhooksDeps, auth: KeyContext, id: string): Promise<{ object: 'deleted'; id: string; deleted: boolean }> {
+export async function removeEndpoint(deps: WebhooksDeps, auth: Actor, id: string): Promise<{ object: 'deleted'; id: string; deleted: boolean }> {
   requireAdmin(auth);
   return deps.db.tx(async (tx) => {
     const existing = await getEndpoint(tx, auth.teamId, id, { lock: true });
@@ -131,7 +140,7 @@ export async function removeEndpoint(deps: WebhooksDeps, auth: KeyContext, id: s
 }
 
 /** Sends a signed ping now (paused endpoints too) and reports how the endpoint answered. */
-export async function testEndpoint(deps: WebhooksDeps, auth: KeyContext, id: string, log: RequestLog): Promise<WebhookTest> {
+export async function testEndpoint(deps: WebhooksDeps, auth: Actor, id: string, log: RequestLog): Promise<WebhookTest> {
   requireAdmin(auth);
   const endpoint = await getEndpoint(deps.db.pool, auth.teamId, id);
   if (!endpoint) throw notFound(id);

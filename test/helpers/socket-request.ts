@@ -8,7 +8,7 @@ import type { AnsweredRequest } from './error-envelope.js';
 export function socketRequest(
   baseUrl: string,
   path: string,
-  opts: { method?: string; headers?: Record<string, string>; localAddress?: string; timeoutMs?: number } = {},
+  opts: { method?: string; headers?: Record<string, string>; body?: string; localAddress?: string; timeoutMs?: number } = {},
 ): Promise<AnsweredRequest> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
@@ -35,6 +35,6 @@ export function socketRequest(
     );
     req.on('timeout', () => req.destroy(new Error(`no answer within ${opts.timeoutMs ?? 30_000} ms to ${opts.method ?? 'GET'} ${path}`)));
     req.on('error', reject);
-    req.end();
+    req.end(opts.body);
   });
 }

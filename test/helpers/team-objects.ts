@@ -49,7 +49,7 @@ export async function extraKey(db: Db, team: TeamFixture, name: string, scopes: 
 export async function memberKey(db: Db, team: TeamFixture, email: string, rate = 300): Promise<Key> {
   const admin = await addMember(db, { teamId: team.teamId, email, role: 'admin' });
   const made = await createApiKey(db, { memberId: admin.id, name: 'member key', scopes: ['read', 'run', 'webhooks'], rate, envPrefix: 'svc_test_' });
-  await updateMember(db.pool, admin.id, 'member');
+  await updateMember(db, admin.id, 'member');
   return { key: made.key, keyId: made.api_key.id };
 }
 

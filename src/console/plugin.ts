@@ -1,0 +1,59 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { Config } from '../config/config.js';
+import type { Db } from '../db/pool.js';
+import { anyRequestErrorResponses } from '../http/schemas.js';
+import { consoleGuard } from './guard.js';
+import { buildConsoleDocument, documentedRoute, type DocumentedRoute } from './openapi.js';
+import { DummyHash } from './passwords.js';
+import { keyRoutes } from './routes-keys.js';
+import { memberRoutes } from './routes-members.js';
+import { sessionRoutes } from './routes-session.js';
+import { webhookConsoleRoutes } from './routes-webhooks.js';
+
+export interface ConsoleDeps {
+  config: Config;
+  db: Db;
+  dummyHash: DummyHash;
+}
+
+/**
+ * The console's JSON API under /console/api (its pages and assets are registered elsewhere). An
+ * encapsulated plugin: its guard (Origin, session, CSRF) applies to its routes only, after the
+ * app's own hooks (request id, string checks, limits) and under the app's error handler.
+ */
+export function consoleApi(opts: { config: Config; db: Db }): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    const deps: ConsoleDeps = { ...opts, dummyHash: new DummyHash() };
+    const routes: DocumentedRoute[] = [];
+    app.addHook('onRoute', (route) => {
+      const documented = documentedRoute(route);
+      if (documented) routes.push(documented);
+    });
+    app.decorateRequest('consoleSession', null);
+    app.addHook('onRequest', consoleGuard(opts.config, opts.db));
+
+    await app.register(sessionRoutes(deps));
+    await app.register(keyRoutes(deps));
+    await app.register(webhookConsoleRoutes(deps));
+    await app.register(memberRoutes(deps));
+
+    let doc: Record<string, unknown> | null = null;
+    app.get(
+      '/console/api/openapi.json',
+      {
+        config: { consoleAccess: 'public' },
+        schema: {
+          operationId: 'getConsoleOpenApi',
+          summary: 'This OpenAPI 3.1 document of the console API',
+          tags: ['system'],
+          response: {
+            200: Type.Object({}, { additionalProperties: true, description: 'The OpenAPI 3.1 document of the console API' }),
+            ...anyRequestErrorResponses(),
+          },
+        },
+      },
+      async () => (doc ??= buildConsoleDocument(routes, opts.config.publicBaseUrl, (id) => app.getSchema(id))),
+    );
+  };
+}
