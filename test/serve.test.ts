@@ -96,6 +96,17 @@ describe('toolrun serve with the embedded PostgreSQL', () => {
       const curl = banner.filter((l) => l.includes('curl'));
       assert.equal(curl.length, 1);
       assert.equal(curl[0]?.trim(), `curl -H "Authorization: Bearer ${demoKey}" ${s.url}/v1/me`);
+      // The owner's console invite link, printed once too: it sets the password and signs in.
+      const links = text.match(/\S+\/console\/invite#token=[A-Za-z0-9_-]{43}/g) ?? [];
+      assert.equal(links.length, 1, `one invite link expected:\n${text}`);
+      const token = (links[0] ?? '').split('#token=')[1];
+      const accepted = await fetch(`${s.url}/console/api/invites/accept`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ token, password: 'the demo owner password' }),
+      });
+      assert.equal(accepted.status, 200, await accepted.clone().text());
+      assert.equal(((await accepted.json()) as { member: { email: string } }).member.email, 'owner@demo.invalid');
 
       const me = await getJson(`${s.url}/v1/me`, demoKey);
       assert.equal(me.status, 200, JSON.stringify(me.body));
