@@ -46,6 +46,12 @@ export async function createInvite(db: Db, publicBaseUrl: string, memberId: stri
  * fresh start). Null when the token is unknown, used, replaced or expired, or its member is gone.
  */
 export async function acceptInvite(db: Db, token: string, password: string): Promise<Member | null> {
+  // A token that cannot be used costs no scrypt: nobody can make the service hash passwords at will.
+  const { rows: live } = await db.pool.query(
+    'SELECT 1 FROM member_invites WHERE token_hash = $1::bytea AND used_at IS NULL AND expires_at > now()',
+    [hashToken(token)],
+  );
+  if (!live.length) return null;
   // Hashed before the transaction: no row stays locked for the 85 ms of scrypt.
   const hash = await hashPassword(password);
   return db.tx(async (tx) => {
