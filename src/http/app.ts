@@ -12,6 +12,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import { createAuthHook } from '../auth/plugin.js';
+import { consolePages } from '../console/pages.js';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
 import { fileRoutes, fileSchemas } from '../files/routes.js';
@@ -233,6 +234,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(fileRoutes({ config, db, storage: deps.storage, media: deps.media }));
   await app.register(runRoutes({ config, db, tools, storage: deps.storage }));
   await app.register(webhookRoutes({ config, db }));
+  await app.register(consolePages({ notFoundMessage }));
   // The local backend serves its signed part and download URLs itself; S3 serves its own.
   if (deps.storage instanceof LocalStorage) await app.register(localStorageRoutes(deps.storage, config.httpTimeouts));
   if (deps.extraRoutes) await app.register(deps.extraRoutes);

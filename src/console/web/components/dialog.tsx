@@ -1,0 +1,59 @@
+// A confirmation dialog on the native modal <dialog>: the browser makes the rest of the page inert
+// (focus stays inside), Escape cancels it, and focus returns to the control that opened it.
+import type { ComponentChildren } from 'preact';
+import { useEffect, useId, useRef } from 'preact/hooks';
+import { FormError } from './field.tsx';
+
+interface ConfirmDialogProps {
+  title: string;
+  children: ComponentChildren;
+  confirmLabel: string;
+  /** Destructive actions get the danger style. */
+  danger?: boolean;
+  busy?: boolean;
+  error?: string | null;
+  onConfirm: () => void;
+  onClose: () => void;
+}
+
+/** Rendered only while open: mounting shows it modally, unmounting closes it. */
+export function ConfirmDialog(p: ConfirmDialogProps) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
+  const bodyId = useId();
+  useEffect(() => {
+    const dialog = ref.current;
+    if (!dialog) return;
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    dialog.showModal();
+    return () => {
+      if (dialog.open) dialog.close();
+      opener?.focus();
+    };
+  }, []);
+  return (
+    <dialog
+      ref={ref}
+      class="dialog"
+      aria-labelledby={titleId}
+      aria-describedby={bodyId}
+      onCancel={(e) => {
+        // Escape: the parent decides (and unmounts us), so the state never disagrees with the DOM.
+        e.preventDefault();
+        p.onClose();
+      }}
+    >
+      <h2 id={titleId}>{p.title}</h2>
+      <div id={bodyId}>{p.children}</div>
+      <FormError message={p.error ?? null} />
+      <div class="actions">
+        <button type="button" class="secondary" onClick={p.onClose}>
+          Cancel
+        </button>
+        <button type="button" class={p.danger ? 'danger' : 'primary'} disabled={p.busy} onClick={p.onConfirm}>
+          {p.confirmLabel}
+        </button>
+      </div>
+    </dialog>
+  );
+}
