@@ -1,5 +1,5 @@
-// A confirmation dialog on the native modal <dialog>: the browser makes the rest of the page inert
-// (focus stays inside), Escape cancels it, and focus returns to the control that opened it.
+// A confirmation dialog on the native modal <dialog>: the browser makes the rest of the page inert,
+// Tab cycles inside it, Escape cancels it, and focus returns to the control that opened it.
 import type { ComponentChildren } from 'preact';
 import { useEffect, useId, useRef } from 'preact/hooks';
 import { FormError } from './field.tsx';
@@ -14,6 +14,24 @@ interface ConfirmDialogProps {
   error?: string | null;
   onConfirm: () => void;
   onClose: () => void;
+}
+
+const FOCUSABLE = 'button:not([disabled]), [href], input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
+
+/** Tab past the last control comes back to the first (and Shift+Tab the other way), never to the browser's own UI. */
+function trapTab(e: KeyboardEvent, dialog: HTMLDialogElement | null): void {
+  if (e.key !== 'Tab' || !dialog) return;
+  const controls = [...dialog.querySelectorAll<HTMLElement>(FOCUSABLE)];
+  const first = controls[0];
+  const last = controls[controls.length - 1];
+  if (!first || !last) return;
+  if (e.shiftKey && document.activeElement === first) {
+    e.preventDefault();
+    last.focus();
+  } else if (!e.shiftKey && document.activeElement === last) {
+    e.preventDefault();
+    first.focus();
+  }
 }
 
 /** Rendered only while open: mounting shows it modally, unmounting closes it. */
@@ -37,6 +55,7 @@ export function ConfirmDialog(p: ConfirmDialogProps) {
       class="dialog"
       aria-labelledby={titleId}
       aria-describedby={bodyId}
+      onKeyDown={(e) => trapTab(e, ref.current)}
       onCancel={(e) => {
         // Escape: the parent decides (and unmounts us), so the state never disagrees with the DOM.
         e.preventDefault();

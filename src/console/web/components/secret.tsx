@@ -24,7 +24,7 @@ export function Secret(p: SecretProps) {
     }
   };
   return (
-    <section class="secret" aria-label={p.label}>
+    <section class="secret" aria-label={`Shown once: ${p.label}`}>
       <p class="warning">
         <strong>{p.warning}</strong>
       </p>

@@ -5,9 +5,9 @@ import { CheckboxGroup, FormError, SelectField, TextField } from '../../componen
 import { useSubmit } from '../../components/submit.ts';
 
 const SCOPE_OPTIONS = [
-  { value: 'read' as const, label: 'Read', disabled: true, hint: '(always: list tools, read runs and files)' },
+  { value: 'read' as const, label: 'Read', disabled: true, hint: '(always: list tools, estimate, read runs, download outputs)' },
   { value: 'run' as const, label: 'Run', hint: '(start and cancel runs, upload files)' },
-  { value: 'webhooks' as const, label: 'Webhooks', hint: '(manage webhook endpoints)' },
+  { value: 'webhooks' as const, label: 'Webhooks', hint: '(add, change, test and delete webhook endpoints)' },
 ];
 
 const RATE_OPTIONS = RATES.map((r) => ({ value: r, label: `${r} requests a minute` }));

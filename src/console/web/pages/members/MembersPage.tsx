@@ -43,7 +43,10 @@ export function MembersPage(p: { api: ConsoleApi; session: Session }) {
   return (
     <>
       <PageTitle title="Members" />
-      <p>Owners and admins manage keys, webhooks and members; members see them. Everyone can sign in to this console.</p>
+      <p>
+        Owners and admins manage keys, webhooks and members; members see them. Removing a member signs them out at once and stops
+        their API keys for good.
+      </p>
       <Loading loaded={loaded} />
       {list && !list.can_manage ? <p class="hint">Only owners and admins invite, change and remove members.</p> : null}
       <p role="status" class="status">
