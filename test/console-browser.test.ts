@@ -8,7 +8,7 @@ import { after, before, describe, test, type TestContext } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { addMember, createTeam } from '../src/teams/repository.js';
 import { axeScan, launchBrowser, newPage, screenshot, seriousViolations } from './helpers/browser.js';
-import { acceptInvite, consoleBackendPresent, createKey, inviteLinkFor, openPage, signIn } from './helpers/console.js';
+import { acceptInvite, consoleBackendPresent, createKey, inviteLinkFor, openPage, signIn } from './helpers/console-browser.js';
 import { bearer } from './helpers/fixtures.js';
 import { killLiveChildren } from './helpers/process.js';
 import { closeReceivers, Receiver } from './helpers/receiver.js';

@@ -1,5 +1,5 @@
-// The team console in tests: the one-time invite link for a member (the operator's way in), and
-// whether this tree has the console's JSON back end at all.
+// The team console in a browser test: the one-time invite link for a member (the operator's way in),
+// whether this tree has the console's JSON back end at all, and the steps a person takes in the pages.
 import type { Page } from 'playwright-core';
 import type { TestServer } from './server.js';
 import { cliEnv, runCli } from './process.js';
