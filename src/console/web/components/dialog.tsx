@@ -1,7 +1,7 @@
 // A confirmation dialog on the native modal <dialog>: the browser makes the rest of the page inert,
 // Tab cycles inside it, Escape cancels it, and focus returns to the control that opened it.
 import type { ComponentChildren } from 'preact';
-import { useEffect, useId, useRef } from 'preact/hooks';
+import { useId, useLayoutEffect, useRef } from 'preact/hooks';
 import { FormError } from './field.tsx';
 
 interface ConfirmDialogProps {
@@ -39,7 +39,9 @@ export function ConfirmDialog(p: ConfirmDialogProps) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const bodyId = useId();
-  useEffect(() => {
+  // Layout effect: its cleanup runs before the dialog leaves the DOM, so focus goes straight back
+  // to the opener instead of passing through the page's body.
+  useLayoutEffect(() => {
     const dialog = ref.current;
     if (!dialog) return;
     const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
