@@ -47,6 +47,11 @@ describe('the compiled build', () => {
     assert.deepEqual(fs.readdirSync(path.join(out, 'db', 'migrations')).filter((f) => f.endsWith('.sql')).sort(), sql.sort());
     assert.equal(fs.readFileSync(path.join(out, FINGERPRINT_FILE), 'utf8').trim(), sourceFingerprint(ROOT));
     assert.equal(freshBuild(ROOT, out), out);
+    // The console's bundle beside the compiled server; its browser sources are not shipped.
+    const manifest = JSON.parse(fs.readFileSync(path.join(out, 'console', 'assets', 'manifest.json'), 'utf8')) as { script: string };
+    assert.match(manifest.script, /^main-[A-Z0-9]+\.js$/);
+    assert.ok(fs.existsSync(path.join(out, 'console', 'assets', manifest.script)));
+    assert.equal(fs.existsSync(path.join(out, 'console', 'web')), false);
 
     const second = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'build.js'), '--out', out], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
     assert.equal(second.status, 0, second.stderr);
@@ -102,6 +107,14 @@ describe('the compiled build', () => {
       const me = await fetch(`${url}/v1/me`);
       assert.equal(me.status, 401);
       assert.equal(((await me.json()) as { error: { code: string } }).error.code, 'api_key_required');
+      // The console's page and script come from the build (no bundler at run time).
+      const page = await (await fetch(`${url}/console/keys`)).text();
+      const built = JSON.parse(fs.readFileSync(path.join(out, 'console', 'assets', 'manifest.json'), 'utf8')) as { script: string };
+      const script = `/console/assets/${built.script}`;
+      assert.ok(page.includes(`src="${script}"`), page);
+      const js = await fetch(`${url}${script}`);
+      assert.equal(js.status, 200);
+      assert.match(js.headers.get('content-type') ?? '', /^text\/javascript/);
       child.kill('SIGTERM');
       assert.equal(await exited, 0, stderr);
     } finally {

@@ -13,6 +13,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import { KeyUsage } from '../auth/key-usage.js';
 import { createAuthHook } from '../auth/plugin.js';
+import { consolePages } from '../console/pages.js';
 import { consoleApi } from '../console/plugin.js';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
@@ -239,6 +240,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(runRoutes({ config, db, tools, storage: deps.storage }));
   await app.register(webhookRoutes({ config, db }));
   await app.register(consoleApi({ config, db }));
+  await app.register(consolePages({ notFoundMessage }));
   // The local backend serves its signed part and download URLs itself; S3 serves its own.
   if (deps.storage instanceof LocalStorage) await app.register(localStorageRoutes(deps.storage, config.httpTimeouts));
   if (deps.extraRoutes) await app.register(deps.extraRoutes);

@@ -1,0 +1,7 @@
+// The console's entry point (bundled by esbuild; see src/console/bundle.ts).
+import { render } from 'preact';
+import { App } from './app.tsx';
+import './styles.css';
+
+const root = document.getElementById('app');
+if (root) render(<App />, root);
