@@ -128,6 +128,16 @@ describe('console pages', () => {
     }
   });
 
+  test('other methods on a /console/api path no route has: 404 not_found too, not 405', async () => {
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
+      const res = await fetch(`${s.url}/console/api/nope`, { method });
+      assert.equal(res.status, 404, method);
+      const body = (await res.json()) as { error: { code: string; request_id: string } };
+      assert.equal(body.error.code, 'not_found', method);
+      assert.equal(body.error.request_id, res.headers.get('x-request-id'), method);
+    }
+  });
+
   test('pages are not /v1 operations: absent from /v1/openapi.json', async () => {
     const doc = JSON.parse((await get('/v1/openapi.json')).body.toString('utf8')) as { paths: Record<string, unknown> };
     assert.deepEqual(Object.keys(doc.paths).filter((p) => p.startsWith('/console')), []);

@@ -93,6 +93,16 @@ export function consolePages(deps: ConsolePagesDeps): FastifyPluginAsync {
 
     app.get(CONSOLE_PREFIX, { schema: { hide: true } }, page);
     app.get(`${CONSOLE_PREFIX}/*`, { schema: { hide: true } }, page);
+    // Other methods on a path no JSON route has: 404 as for GET (without this, the GET wildcard
+    // above made them 405 "method not allowed" for paths that exist under no method at all).
+    app.route({
+      method: ['POST', 'PUT', 'PATCH', 'DELETE'],
+      url: `${API_PREFIX}*`,
+      schema: { hide: true },
+      handler: async (request) => {
+        throw notFound(request);
+      },
+    });
     app.get<{ Params: { '*': string } }>(`${ASSET_PREFIX}*`, { schema: { hide: true } }, async (request, reply) => {
       const a = await assets();
       const file: Asset | undefined = a.files.get(request.params['*']);
