@@ -67,11 +67,7 @@ export function TextField(p: TextFieldProps) {
         </p>
       ) : null}
       {input(p.type ?? 'text', common)}
-      {p.error ? (
-        <p class="field-error" id={errorId}>
-          {fieldMessage(p.label, p.error)}
-        </p>
-      ) : null}
+      <ErrorText id={errorId} subject={p.label} error={p.error} />
     </div>
   );
 }
@@ -114,11 +110,7 @@ export function SelectField<T extends string | number>(p: SelectFieldProps<T>) {
           </option>
         ))}
       </select>
-      {p.error ? (
-        <p class="field-error" id={errorId}>
-          {fieldMessage(p.label, p.error)}
-        </p>
-      ) : null}
+      <ErrorText id={errorId} subject={p.label} error={p.error} />
     </div>
   );
 }
@@ -156,12 +148,18 @@ export function CheckboxGroup<T extends string>(p: CheckboxGroupProps<T>) {
           </span>
         </label>
       ))}
-      {p.error ? (
-        <p class="field-error" id={errorId}>
-          {fieldMessage(p.legend, p.error)}
-        </p>
-      ) : null}
+      <ErrorText id={errorId} subject={p.legend} error={p.error} />
     </fieldset>
+  );
+}
+
+/** The error shown under a field, named by the field's aria-describedby. */
+function ErrorText(p: { id: string; subject: string; error: string | undefined }) {
+  if (!p.error) return null;
+  return (
+    <p class="field-error" id={p.id}>
+      {fieldMessage(p.subject, p.error)}
+    </p>
   );
 }
 
