@@ -5,7 +5,7 @@ import { createApiKey, listApiKeys, MAX_ACTIVE_KEYS_PER_TEAM, parseScopes, revok
 import { parseAuthorization } from '../src/auth/keys.js';
 import type { Plan, Role } from '../src/auth/repository.js';
 import { addMember, AdminError, createTeam, removeMember, updateMember, updateTeam } from '../src/teams/repository.js';
-import { createTestApp, type TestApp } from './helpers/app.js';
+import { answeredWith, createTestApp, type TestApp } from './helpers/app.js';
 import { assertError, assertRequestId } from './helpers/error-envelope.js';
 import { bearer, makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { testRoutes } from './helpers/test-routes.js';
@@ -373,7 +373,7 @@ describe('error cases', () => {
     const revoked = await revokeApiKey(db().pool, f.keyId);
     assert.equal(revoked.active, false);
     assert.ok(revoked.revoked_at);
-    assertError(await me(f.key), 401, 'invalid_api_key');
+    assertError(await answeredWith(401, () => me(f.key)), 401, 'invalid_api_key');
     assertError(await t.app.inject({ method: 'GET', url: '/v1/tools', headers: bearer(f.key) }), 401, 'invalid_api_key');
     // Revoking twice keeps the first time.
     assert.equal((await revokeApiKey(db().pool, f.keyId)).revoked_at, revoked.revoked_at);
@@ -401,7 +401,7 @@ describe('error cases', () => {
     assert.equal((await me(leaverKey.key)).statusCode, 200);
 
     await removeMember(db(), admin.id);
-    assertError(await me(leaverKey.key), 401, 'invalid_api_key');
+    assertError(await answeredWith(401, () => me(leaverKey.key)), 401, 'invalid_api_key');
     const listed = (await listApiKeys(db().pool, owner.teamId)).find((k) => k.id === leaverKey.api_key.id);
     assert.equal(listed?.active, false);
 
@@ -425,7 +425,7 @@ describe('error cases', () => {
       assert.equal(error.details?.plan, 'free');
     }
     await updateTeam(db().pool, f.teamId, { plan: 'plus' });
-    assert.equal((await me(f.key)).statusCode, 200);
+    assert.equal((await answeredWith(200, () => me(f.key))).statusCode, 200);
   });
 
   test('a key without the scope a route needs -> 403 insufficient_scope with details.required_scope', async () => {

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { createTestApp, type TestApp } from './helpers/app.js';
+import { answeredWith, createTestApp, type TestApp } from './helpers/app.js';
 import { bearer } from './helpers/fixtures.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import {
@@ -350,7 +350,12 @@ describe('toolrun admin key', { concurrency: 2 }, () => {
     await ok(['admin', 'member', 'update', '--member', admin.id, '--role', 'member']);
     assert.equal((await me(k.key)).status, 200);
     await ok(['admin', 'member', 'remove', '--member', admin.id]);
-    assert.equal((await me(k.key)).code, 'invalid_api_key');
+    // The CLI is another process: the server hears of the removal from PostgreSQL.
+    const gone = await answeredWith(401, async () => {
+      const r = await me(k.key);
+      return { ...r, statusCode: r.status };
+    });
+    assert.equal(gone.code, 'invalid_api_key');
     const { member: back } = await ok<{ member: MemberJson }>(['admin', 'member', 'add', '--team', team.id, '--email', admin.email, '--role', 'admin']);
     assert.notEqual(back.id, admin.id);
     assert.equal((await me(k.key)).code, 'invalid_api_key', 're-adding the email brought the old key back');

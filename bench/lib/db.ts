@@ -112,7 +112,7 @@ export async function setupBenchDatabase(logger: Logger): Promise<BenchDatabase>
       rateLimitNote:
         `key created at 300/min by createApiKey; in the throwaway database ${name} the CHECK on ` +
         `api_keys.rate_limit_per_minute (${rows.map((r) => r.conname).join(', ') || 'none found'}) was dropped and the key set to ` +
-        `${UNLIMITED_RATE.toExponential()}/min, bucket refilled before each round; the auth + bucket UPDATE still runs on every request`,
+        `${UNLIMITED_RATE.toExponential()}/min, bucket refilled before each round; a take reads the key and up to 100 tokens from its bucket, the requests between takes are answered from memory`,
       refill,
       async teardown() {
         await db.close().catch(() => undefined);

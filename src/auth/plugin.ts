@@ -5,6 +5,7 @@ import { ApiError } from '../http/errors.js';
 import { clientGroup } from './client-address.js';
 import { parseAuthorization, sameHash } from './keys.js';
 import type { KeyUsage } from './key-usage.js';
+import { KeyCache, type CachedKey } from './key-cache.js';
 import { authenticateKey, type KeyContext, type Scope } from './repository.js';
 import { TokenReservations } from './reservations.js';
 import { UnrecognisedKeyGate } from './unrecognised-keys.js';
@@ -35,41 +36,60 @@ interface Admission {
   allowed: boolean;
   /** Tokens left for this key, shared and reserved here, after this request. */
   remaining: number;
+  /** Tokens in the shared bucket as last read, refilled since (for Retry-After). */
+  bucket: number;
+}
+
+/** A cached context's shared bucket now: as read, plus the refill since, capped at a minute's worth. */
+function bucketNow(c: CachedKey, now = Date.now()): number {
+  const limit = c.ctx.rateLimitPerMinute;
+  return Math.min(limit, c.ctx.rateTokens + ((now - c.readAt) / 60_000) * limit);
 }
 
 /**
  * Authentication, rate limit, plan and scope, in that order, before the body is even read.
- * Every request authenticates against PostgreSQL (so a revoked key stops at once); every request
- * of a known key takes a token, whatever it is answered, from the key's shared bucket a batch at
- * a time (see TokenReservations).
+ * A key seen lately is answered from memory (KeyCache, kept true by PostgreSQL's notifications),
+ * and every request of a known key takes a token, whatever it is answered, from the key's shared
+ * bucket a batch at a time (TokenReservations): most requests touch no database at all.
  */
 export function createAuthHook(
   config: Config,
   db: Db,
   usage: KeyUsage | null = null,
+  cache = new KeyCache(config.keyCacheMaxAgeMs),
   reservations = new TokenReservations(config.rateReservationMs),
   gate = new UnrecognisedKeyGate(config.unrecognisedKeysPerSecond),
 ) {
-  async function admit(hash: Buffer): Promise<Admission> {
-    const k = hash.toString('hex');
+  /** Reads the key (taking up to maxTake tokens) and keeps its context for the next requests. */
+  async function read(k: string, hash: Buffer, maxTake: number): Promise<KeyContext | null> {
+    const ticket = cache.ticket();
+    const ctx = await authenticateKey(db.relaxed, hash, maxTake);
+    if (ctx) cache.put(k, ctx, ticket);
+    return ctx;
+  }
+
+  async function admit(k: string, hash: Buffer): Promise<Admission> {
     // A reserved token is claimed synchronously, before any await, so two requests never count on
     // the same one; it is given back if the key is no longer valid.
     if (!reservations.spend(k)) {
       const took = await reservations.exclusive(k, async (): Promise<Admission | 'claimed'> => {
         if (reservations.spend(k)) return 'claimed'; // the request before us reserved some
-        const ctx = await authenticateKey(db.relaxed, hash, MAX_TAKE);
+        const ctx = await read(k, hash, MAX_TAKE);
         const taken = ctx?.taken ?? 0;
         if (ctx && taken > 1) reservations.add(k, taken - 1);
-        return { ctx, allowed: taken >= 1, remaining: ctx ? Math.floor(ctx.rateTokens) + Math.max(0, taken - 1) : 0 };
+        const remaining = ctx ? Math.floor(ctx.rateTokens) + Math.max(0, taken - 1) : 0;
+        return { ctx, allowed: taken >= 1, remaining, bucket: ctx?.rateTokens ?? 0 };
       });
       if (took !== 'claimed') return took;
     }
-    const ctx = await authenticateKey(db.relaxed, hash, 0);
+    const known = cache.get(k);
+    const ctx = known ? known.ctx : await read(k, hash, 0);
     if (!ctx) {
       reservations.add(k, 1);
-      return { ctx, allowed: false, remaining: 0 };
+      return { ctx, allowed: false, remaining: 0, bucket: 0 };
     }
-    return { ctx, allowed: true, remaining: Math.floor(ctx.rateTokens) + reservations.available(k) };
+    const bucket = known ? bucketNow(known) : ctx.rateTokens;
+    return { ctx, allowed: true, remaining: Math.floor(bucket) + reservations.available(k), bucket };
   }
 
   return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -105,7 +125,7 @@ export function createAuthHook(
         });
       }
     }
-    const { ctx, allowed, remaining } = await admit(parsed.hash);
+    const { ctx, allowed, remaining, bucket } = await admit(hex, parsed.hash);
     if (!ctx || !sameHash(ctx.keyHash, parsed.hash)) {
       gate.forget(hex);
       throw new ApiError(
@@ -121,7 +141,7 @@ export function createAuthHook(
     // The rate applies to every request, so it answers first: a key over its limit is told to
     // wait whatever else is wrong with the call, and a 403 never comes free.
     if (!allowed) {
-      const retryAfter = Math.max(1, Math.ceil(((1 - ctx.rateTokens) * 60) / ctx.rateLimitPerMinute));
+      const retryAfter = Math.max(1, Math.ceil(((1 - bucket) * 60) / ctx.rateLimitPerMinute));
       throw new ApiError('rate_limited', `Too many requests for this key; retry in ${retryAfter} s.`, {
         details: { limit_per_minute: ctx.rateLimitPerMinute },
         headers: { 'Retry-After': String(retryAfter) },

@@ -18,6 +18,8 @@ export interface Config {
   httpTimeouts: HttpTimeoutsConfig;
   /** How long a process keeps rate-limit tokens it took from a key's shared bucket. */
   rateReservationMs: number;
+  /** The longest an API key's context is answered from memory without reading it again (0: never). */
+  keyCacheMaxAgeMs: number;
   /** Lookups a second, per process, of keys not seen authenticate recently (0: no limit); see UnrecognisedKeyGate. */
   unrecognisedKeysPerSecond: number;
   /**
@@ -294,6 +296,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     bodyLimitBytes: int(env, 'TOOLRUN_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     httpTimeouts: httpTimeouts(env),
     rateReservationMs: int(env, 'TOOLRUN_RATE_RESERVATION_MS', 1000, 1, 60_000),
+    keyCacheMaxAgeMs: int(env, 'TOOLRUN_KEY_CACHE_MAX_AGE_MS', 5000, 0, 60_000),
     unrecognisedKeysPerSecond: int(env, 'TOOLRUN_UNRECOGNISED_KEYS_PER_SECOND', 500, 0, 1_000_000),
     trustProxy: trustProxy(env),
     workerConcurrency: int(env, 'TOOLRUN_WORKER_CONCURRENCY', Math.max(1, cores - 1), 1, 256),

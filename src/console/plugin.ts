@@ -15,6 +15,8 @@ export interface ConsoleDeps {
   config: Config;
   db: Db;
   dummyHash: DummyHash;
+  /** Called after a change to a team's keys or members commits: this process stops trusting what it remembers of them. */
+  teamChanged(teamId: string): void;
 }
 
 /**
@@ -22,7 +24,7 @@ export interface ConsoleDeps {
  * encapsulated plugin: its guard (Origin, session, CSRF) applies to its routes only, after the
  * app's own hooks (request id, string checks, limits) and under the app's error handler.
  */
-export function consoleApi(opts: { config: Config; db: Db }): FastifyPluginAsyncTypebox {
+export function consoleApi(opts: Omit<ConsoleDeps, 'dummyHash'>): FastifyPluginAsyncTypebox {
   return async (app) => {
     const deps: ConsoleDeps = { ...opts, dummyHash: new DummyHash() };
     const routes: DocumentedRoute[] = [];

@@ -99,6 +99,7 @@ export function keyRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
         const s = requireSession(request);
         requireManager(s, 'revoke API keys');
         const revoked = await asApiErrors(() => revokeApiKey(deps.db.pool, request.params.id, { teamId: s.teamId }));
+        deps.teamChanged(s.teamId);
         return { api_key: keyItem(revoked) };
       },
     );

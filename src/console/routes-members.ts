@@ -77,8 +77,12 @@ export function memberRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
           response: { 200: MemberSchema, ...errorResponses(...MANAGE, 'last_owner') },
         },
       },
-      async (request) =>
-        asApiErrors(() => changeRole(deps.db, requireSession(request), request.params.id, request.body.role as 'owner' | 'admin' | 'member')),
+      async (request) => {
+        const s = requireSession(request);
+        const changed = await asApiErrors(() => changeRole(deps.db, s, request.params.id, request.body.role as 'owner' | 'admin' | 'member'));
+        deps.teamChanged(s.teamId);
+        return changed;
+      },
     );
 
     app.delete(
@@ -92,7 +96,12 @@ export function memberRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
           response: { 200: RemovedMemberSchema, ...errorResponses(...MANAGE, 'last_owner') },
         },
       },
-      async (request) => asApiErrors(() => removeTeamMember(deps.db, requireSession(request), request.params.id)),
+      async (request) => {
+        const s = requireSession(request);
+        const removed = await asApiErrors(() => removeTeamMember(deps.db, s, request.params.id));
+        deps.teamChanged(s.teamId);
+        return removed;
+      },
     );
   };
 }

@@ -9,6 +9,8 @@ export interface ListenerOptions {
   onNotification(channel: string, payload: string | undefined): void;
   /** Called after every (re)connection: notifications sent meanwhile were missed. */
   onConnected(): void;
+  /** Called when the connection is lost: from now until onConnected, notifications are missed. */
+  onDisconnected?(): void;
 }
 
 /**
@@ -28,16 +30,30 @@ export class Listener {
     await this.connect();
   }
 
+  /** Like start, but a first connection that fails is retried in the background too. */
+  async startOrRetry(): Promise<void> {
+    try {
+      await this.connect();
+    } catch (err) {
+      this.opts.logger.warn({ err }, 'notification connection failed; retrying');
+      this.schedule(1000);
+    }
+  }
+
   private async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.opts.connectionString, application_name: this.opts.applicationName });
     client.on('notification', (msg) => this.opts.onNotification(msg.channel, msg.payload));
-    client.on('error', (err) => {
+    const lost = (err: Error | null) => {
       if (this.client !== client) return;
       this.opts.logger.warn({ err }, 'notification connection lost; reconnecting');
       this.client = null;
+      this.opts.onDisconnected?.();
       void client.end().catch(() => undefined);
       this.schedule(1000);
-    });
+    };
+    client.on('error', lost);
+    // A connection can also end without an error (the server closed it cleanly).
+    client.on('end', () => lost(null));
     try {
       await client.connect();
       for (const channel of this.opts.channels) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);

@@ -8,6 +8,8 @@ pg.types.setTypeParser(20, (v) => Number(v));
 export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 
 export interface Db {
+  /** Where the pools connect; dedicated connections (LISTEN) open their own to the same server. */
+  connectionString: string;
   pool: pg.Pool;
   /**
    * Connections with synchronous_commit off, for writes a crash may lose without harm (rate
@@ -63,6 +65,7 @@ export function createDb(opts: DbOptions): Db {
     p.on('connect', (client) => client.on('error', () => undefined));
   }
   return {
+    connectionString: opts.connectionString,
     pool,
     relaxed,
     async tx(fn) {

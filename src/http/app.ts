@@ -11,11 +11,13 @@ import Fastify, {
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
+import { AUTH_CHANNEL, KeyCache } from '../auth/key-cache.js';
 import { KeyUsage } from '../auth/key-usage.js';
 import { createAuthHook } from '../auth/plugin.js';
 import { consolePages } from '../console/pages.js';
 import { consoleApi } from '../console/plugin.js';
 import type { Config } from '../config/config.js';
+import { Listener } from '../db/listen.js';
 import type { Db } from '../db/pool.js';
 import { fileRoutes, fileSchemas } from '../files/routes.js';
 import type { MediaBinaries } from '../media/binaries.js';
@@ -107,6 +109,27 @@ class QuietStartLogController extends LogController {
   }
 }
 
+/**
+ * The cache of API keys' contexts, kept true by a LISTEN connection of this app's own: every
+ * notification names a team whose keys are read again; while the connection is down the cache
+ * is off (and emptied), so a key is never answered from memory on a change nobody heard of.
+ */
+async function listenForKeyChanges(app: FastifyInstance, config: Config, db: Db, logger: Logger): Promise<KeyCache> {
+  const cache = new KeyCache(config.keyCacheMaxAgeMs);
+  const listener = new Listener({
+    connectionString: db.connectionString,
+    channels: [AUTH_CHANNEL],
+    applicationName: 'toolrun-auth-listen',
+    logger,
+    onNotification: (_channel, teamId) => (teamId ? cache.invalidateTeam(teamId) : cache.clear()),
+    onConnected: () => cache.setListening(true),
+    onDisconnected: () => cache.setListening(false),
+  });
+  await listener.startOrRetry();
+  app.addHook('onClose', async () => listener.stop());
+  return cache;
+}
+
 /** Believes the `hops` proxies nearest the service (what Fastify does with a number, which its types leave out). */
 function trustHops(hops: number): (address: string, hop: number) => boolean {
   return (_address, hop) => hop < hops;
@@ -193,7 +216,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const usage = new KeyUsage(db.relaxed, (err) => logger.warn({ err }, 'could not record when API keys were last used'));
   // Closing writes what is noted, so a graceful stop loses no "last used".
   app.addHook('onClose', async () => usage.flush());
-  app.addHook('onRequest', createAuthHook(config, db, usage));
+  const keyCache = await listenForKeyChanges(app, config, db, logger);
+  app.addHook('onRequest', createAuthHook(config, db, usage, keyCache));
+  const teamChanged = (teamId: string) => keyCache.invalidateTeam(teamId);
   const strings = registerStringChecks(app);
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -237,9 +262,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(meRoutes);
   await app.register(toolRoutes(tools));
   await app.register(fileRoutes({ config, db, storage: deps.storage, media: deps.media }));
-  await app.register(runRoutes({ config, db, tools, storage: deps.storage }));
+  await app.register(runRoutes({ config, db, tools, storage: deps.storage, teamChanged }));
   await app.register(webhookRoutes({ config, db }));
-  await app.register(consoleApi({ config, db }));
+  await app.register(consoleApi({ config, db, teamChanged }));
   await app.register(consolePages({ notFoundMessage }));
   // The local backend serves its signed part and download URLs itself; S3 serves its own.
   if (deps.storage instanceof LocalStorage) await app.register(localStorageRoutes(deps.storage, config.httpTimeouts));

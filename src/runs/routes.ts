@@ -46,7 +46,11 @@ function runRequest(request: FastifyRequest): RunRequest {
   return { body: request.body, schemaErrors: v ? fieldErrors(v.validation, v.validationContext) : [] };
 }
 
-export function runRoutes(deps: RunsDeps): FastifyPluginAsyncTypebox {
+/**
+ * teamChanged: called after a start or cancel commits, so that this process answers the team's
+ * new Sparks at once (other processes hear of it from PostgreSQL).
+ */
+export function runRoutes(deps: RunsDeps & { teamChanged(teamId: string): void }): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
       '/v1/tools/:tool_id/estimate',
@@ -86,7 +90,9 @@ export function runRoutes(deps: RunsDeps): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        const started = await startRun(deps, requireAuth(request), request.params.tool_id, runRequest(request), request.headers['idempotency-key']);
+        const auth = requireAuth(request);
+        const started = await startRun(deps, auth, request.params.tool_id, runRequest(request), request.headers['idempotency-key']);
+        if (!started.replayed) deps.teamChanged(auth.teamId);
         if (started.replayed) reply.header('Idempotent-Replayed', 'true');
         return reply.status(202).send(started.run);
       },
@@ -123,7 +129,12 @@ export function runRoutes(deps: RunsDeps): FastifyPluginAsyncTypebox {
           },
         },
       },
-      async (request) => cancelRun(deps, requireAuth(request).teamId, request.params.run_id),
+      async (request) => {
+        const { teamId } = requireAuth(request);
+        const run = await cancelRun(deps, teamId, request.params.run_id);
+        deps.teamChanged(teamId);
+        return run;
+      },
     );
 
     app.get(

@@ -69,3 +69,18 @@ export async function createTestApp(
     },
   };
 }
+
+/**
+ * Asks until the answer has this status (bounded). A change made around the app, as the operator
+ * CLI makes it from another process, reaches the app's memory of API keys through a PostgreSQL
+ * notification a moment after its commit: what the app answers then is the thing to wait for.
+ */
+export async function answeredWith<R extends { statusCode: number }>(status: number, ask: () => Promise<R>, timeoutMs = 10_000): Promise<R> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await ask();
+    if (res.statusCode === status) return res;
+    if (Date.now() > deadline) return res; // the caller's assertion on it says what came instead
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
