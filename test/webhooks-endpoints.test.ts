@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config/config.js';
 import { addMember, updateMember } from '../src/teams/repository.js';
 import { listAttempts } from '../src/webhooks/admin.js';
-import { createTestApp, type TestApp } from './helpers/app.js';
+import { answeredWith, createTestApp, type TestApp } from './helpers/app.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import { assertError } from './helpers/error-envelope.js';
 import { makeTeam } from './helpers/fixtures.js';
@@ -74,13 +74,15 @@ describe('webhook endpoints: who may manage them', () => {
     // A team keeps at least one owner: another one takes over before the key's owner is demoted.
     await addMember(database.db, { teamId: team.teamId, email: `second-owner-${team.teamId}@example.test`, role: 'owner' });
     await updateMember(database.db, team.memberId, 'member');
+    // Changed around the app, as the operator CLI would: the app hears of it from PostgreSQL.
+    await answeredWith(403, () => req(pub, team.key, 'GET', '/v1/webhook-endpoints'));
     for (const [method, url, body] of operations(created.id)) {
       const e = assertError(await req(pub, team.key, method, url, body), 403, 'insufficient_role');
       assert.equal(e.details?.required_role, 'admin', `${method} ${url}`);
     }
     // Nothing was changed by the refused calls.
     await updateMember(database.db, team.memberId, 'admin');
-    const list = await req(pub, team.key, 'GET', '/v1/webhook-endpoints');
+    const list = await answeredWith(200, () => req(pub, team.key, 'GET', '/v1/webhook-endpoints'));
     assert.equal(list.statusCode, 200, list.body);
     assert.deepEqual(list.json<{ data: EndpointJson[] }>().data, [created]);
   });

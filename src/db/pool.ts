@@ -56,9 +56,14 @@ export function createDb(opts: DbOptions): Db {
     application_name: `${opts.applicationName ?? 'toolrun'}-relaxed`,
     options: '-c synchronous_commit=off',
   });
+  // Once closing, a connection the server ends (an embedded server stopped right after, say) is
+  // what was asked for, not a failure worth a warning.
+  let closing = false;
   for (const p of [pool, relaxed]) {
     // An idle client losing its connection (server restart) must not crash the process.
-    p.on('error', (err) => opts.logger.warn({ err }, 'idle database connection failed'));
+    p.on('error', (err) => {
+      if (!closing) opts.logger.warn({ err }, 'idle database connection failed');
+    });
     // Nor a checked-out one: pg emits 'error' on a client whose connection drops even when the
     // query in flight already failed with it, and pg-pool listens only while a client is idle, so
     // without this a database restart during a transaction is an uncaught exception.
@@ -86,6 +91,7 @@ export function createDb(opts: DbOptions): Db {
       }
     },
     close: async () => {
+      closing = true;
       await Promise.all([pool.end(), relaxed.end()]);
     },
   };
