@@ -110,6 +110,9 @@ describe('what a toolrun process loads, and when', () => {
       assertLoaded(modules, /\/tools\/catalog\/brand-kit-extract\.[jt]s$/, 'the brand_kit_extract metadata');
       assert.deepEqual(heavyLoaded(modules), []);
       assert.equal(s.libvipsMapped(), false, 'libvips is mapped into the API-only process');
+      // The test database is migrated already (createTestDatabase): nothing to apply, so the
+      // migration library is not loaded either.
+      assert.ok(!modules.some((m) => /\/node_modules\/node-pg-migrate\//.test(m)), 'node-pg-migrate is loaded');
       assert.equal((await s.proc.stop()).code, 0, s.proc.stderr);
     } finally {
       if (s.proc.child.exitCode === null) s.proc.child.kill('SIGKILL');
