@@ -1,10 +1,12 @@
 /**
- * The API exactly as `npm start` runs it: `scripts/build.js` (the prestart step), then
- * `node bin/toolrun.js serve` as its own process, which runs the compiled dist/ when it matches
- * the sources. Used by bench/http.ts to read the idle RSS a deployment gets; bench/server.ts runs
- * the sources through tsx instead (what tests and development use).
+ * The API exactly as `npm start` runs it: `scripts/build.js` (the prestart step), then the start
+ * script's own command line (`node [V8 flags] bin/toolrun.js serve`, read from package.json) as
+ * its own process, which runs the compiled dist/ when it matches the sources. Used by
+ * bench/http.ts to read the idle RSS a deployment gets; bench/server.ts runs the sources through
+ * tsx instead (what tests and development use).
  */
 import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,8 +19,21 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 export interface NpmStartRss {
   /** Whether bin/toolrun.js ran the compiled build (false: the sources through tsx). */
   compiled: boolean;
+  /** What node ran: the start script's arguments after `node`. */
+  args: string[];
   /** VmRSS after the warm-up requests and a settling pause, in bytes. */
   rssBytes: number;
+}
+
+/** The arguments `npm start` gives node; its script must be a plain `node ...` command line. */
+export function npmStartArgs(): string[] {
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+  const script = pkg.scripts?.start ?? '';
+  const [command, ...args] = script.trim().split(/\s+/);
+  if (command !== 'node' || !args.some((a) => a.endsWith('toolrun.js'))) {
+    throw new Error(`the start script is "${script}"; bench/lib/npm-start.ts runs only \`node [flags] bin/toolrun.js ...\``);
+  }
+  return args;
 }
 
 /** Starts `toolrun serve` (with its in-process workers, as `npm start` does), warms it, reads its RSS. */
@@ -28,7 +43,8 @@ export async function npmStartIdleRss(opts: { databaseUrl: string; key: string; 
   const compiled = freshBuild(ROOT) !== null;
   const port = await freePort('127.0.0.1');
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'toolrun.js'), 'serve'], {
+  const args = npmStartArgs();
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: {
       ...env,
@@ -65,7 +81,7 @@ export async function npmStartIdleRss(opts: { databaseUrl: string; key: string; 
     await new Promise((r) => setTimeout(r, opts.settleMs));
     const rssBytes = procRssBytes(child.pid ?? -1);
     if (rssBytes === null) throw new Error('could not read the RSS of toolrun serve from /proc');
-    return { compiled, rssBytes };
+    return { compiled, args, rssBytes };
   } finally {
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGTERM');

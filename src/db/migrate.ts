@@ -1,20 +1,55 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runner } from 'node-pg-migrate';
+import pg from 'pg';
 import type { Logger } from 'pino';
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+const MIGRATIONS_TABLE = 'pgmigrations';
+
+/** This build's migrations as node-pg-migrate names them (file names without .sql), in file-name order. */
+function migrationNames(): string[] {
+  return fs
+    .readdirSync(MIGRATIONS_DIR)
+    .filter((f) => f.endsWith('.sql'))
+    .map((f) => f.slice(0, -'.sql'.length))
+    .sort();
+}
+
+/**
+ * Whether the database has exactly this build's migrations applied, in this order: then
+ * node-pg-migrate would find nothing to do, and is not even loaded (its code and file loaders
+ * are a few MiB in every process). Anything else (no table yet, migrations to apply, names this
+ * build does not know, another order) is left to node-pg-migrate, which applies or reports it.
+ */
+async function upToDate(connectionString: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString, application_name: 'toolrun-migrate' });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ name: string }>(`SELECT name FROM public.${MIGRATIONS_TABLE} ORDER BY run_on, id`);
+    const wanted = migrationNames();
+    return rows.length === wanted.length && rows.every((r, i) => r.name === wanted[i]);
+  } catch (err) {
+    // 42P01: no migrations table yet, a new database.
+    if ((err as { code?: string }).code === '42P01') return false;
+    throw err;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
 
 /**
  * Applies pending SQL migrations. node-pg-migrate takes an advisory lock, so several processes
  * starting together against one database apply each migration once.
  */
 export async function migrate(connectionString: string, logger: Logger): Promise<string[]> {
+  if (await upToDate(connectionString)) return [];
+  const { runner } = await import('node-pg-migrate');
   const applied = await runner({
     databaseUrl: connectionString,
     dir: MIGRATIONS_DIR,
     direction: 'up',
-    migrationsTable: 'pgmigrations',
+    migrationsTable: MIGRATIONS_TABLE,
     singleTransaction: true,
     checkOrder: true,
     // Several processes may start at once: the later ones wait, then find nothing to apply.

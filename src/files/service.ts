@@ -4,7 +4,6 @@ import type { Db } from '../db/pool.js';
 import { ApiError, invalidRequest, type FieldError } from '../http/errors.js';
 import { atItem, count } from '../http/wording.js';
 import type { MediaBinaries } from '../media/binaries.js';
-import { probeStored } from '../media/probe.js';
 import { normalizeEtag, PartChangedError, type Storage, type StoredPart } from '../storage/storage.js';
 import { insertFile, lockTeamFile, markExpired, recordProbe, type FileRow } from './repository.js';
 import type { CompleteBody, FileResource, FileUpload, UploadUrlBody } from './schemas.js';
@@ -128,6 +127,9 @@ function fileResource(id: string, ready: boolean, problem: string | null): FileR
  */
 export async function completeUpload(deps: FilesDeps, teamId: string, fileId: string, body: CompleteBody): Promise<FileResource> {
   const { config, db, storage, media } = deps;
+  // The prober (sharp, file-type, the ffprobe wrappers) loads on the first completion, outside
+  // the transaction that holds the file's lock; later completions find it loaded.
+  const { probeStored } = await import('../media/probe.js');
   const outcome = await db.tx(async (tx): Promise<FileResource | { assembledBytes: number; sizeBytes: number }> => {
     const file = await lockTeamFile(tx, teamId, fileId);
     if (!file || file.status === 'expired') {

@@ -38,6 +38,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import { instrumentHttp, metricsRoutes } from '../metrics/routes.js';
 import { buildOpenApiDocument, openApiTransform } from './openapi.js';
 import { ErrorResponseSchema } from './schemas.js';
+import { sharedSerializers } from './serializers.js';
 import { fieldErrors } from './validation.js';
 import { registerStringChecks, type StringChecks } from './strings.js';
 import { systemRoutes } from './system-routes.js';
@@ -149,6 +150,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Requests arriving while closing get 503 in the envelope (refuseWhileClosing), not Fastify's shape.
     return503OnClosing: false,
     ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: true } },
+    schemaController: { compilersFactory: sharedSerializers() },
     // URLs the router cannot take apart never reach the error handler; answer them in the envelope too.
     frameworkErrors: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
       const apiError = invalidRequest([

@@ -4,7 +4,8 @@ import fs from 'node:fs/promises';
 import { ToolError } from '../tools/manifest.js';
 import type { MediaBinaries } from './binaries.js';
 import { LENGTH_TOLERANCE_SECONDS, measureLength } from './measure.js';
-import { MAX_VIDEO_PIXELS, type FfprobeStream } from './probe.js';
+import { MAX_VIDEO_PIXELS } from './limits.js';
+import type { FfprobeStream } from './probe.js';
 
 /**
  * Running ffmpeg and ffprobe for tools: one child process per job, never a shell; local files

@@ -3,6 +3,7 @@ import { fileTypeFromBuffer, fileTypeFromFile } from 'file-type';
 import sharp from 'sharp';
 import type { Storage } from '../storage/storage.js';
 import type { MediaBinaries } from './binaries.js';
+import { MAX_FRAME_RATE, MAX_MEDIA_SECONDS, MAX_VIDEO_PIXELS } from './limits.js';
 import { measureLength } from './measure.js';
 
 export type MediaKind = 'image' | 'video' | 'audio' | 'other';
@@ -40,12 +41,7 @@ export interface ProbeLimits {
   maxFrameRate: number;
 }
 
-/** 8192 x 4320 (DCI 8K): every real camera format fits, and a frame decodes in about 50 MB. */
-export const MAX_VIDEO_PIXELS = 8192 * 4320;
-/** Four hours: longer than any clip the video tools can work through within their time limits. */
-export const MAX_MEDIA_SECONDS = 4 * 3600;
-/** 240 frames a second: phones' slow-motion capture, the fastest real footage. */
-export const MAX_FRAME_RATE = 240;
+export { MAX_FRAME_RATE, MAX_MEDIA_SECONDS, MAX_VIDEO_PIXELS };
 
 /** Uploads. */
 export const DEFAULT_PROBE_LIMITS: ProbeLimits = {

@@ -4,7 +4,6 @@ import fs from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { Db } from '../db/pool.js';
 import type { MediaBinaries } from '../media/binaries.js';
-import { probeLocalFile } from '../media/probe.js';
 import type { Storage } from '../storage/storage.js';
 import { ToolError, type ToolOutput } from '../tools/manifest.js';
 import type { NewOutput } from './repository.js';
@@ -83,6 +82,8 @@ async function storeEach(
         throw new ToolError('the tool produced invalid JSON');
       }
     } else {
+      // Loaded with the first media output (sharp, file-type, the ffprobe wrappers).
+      const { probeLocalFile } = await import('../media/probe.js');
       const probe = await probeLocalFile(out.path, opts.media);
       if (!probe.decodable) throw new ToolError(`the tool produced an unreadable output (${probe.problem ?? 'does not decode'})`);
       meta = { width: probe.width, height: probe.height, durationSeconds: probe.durationSeconds };

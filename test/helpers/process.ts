@@ -44,8 +44,9 @@ export function killLiveChildren(): void {
   live.clear();
 }
 
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+/** nodeArgs go to node itself, before the entry (say, `--import` of a test-only hook). */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv, nodeArgs: string[] = []): ChildProcess {
+  const child = spawn(process.execPath, [...nodeArgs, BIN, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   captureChildLogs(`toolrun-${args.slice(0, 2).join('-')}`, child.pid, [child.stdout, child.stderr]);
   live.add(child);
   child.once('exit', () => live.delete(child));
@@ -155,8 +156,9 @@ export class CliProcess {
   constructor(
     readonly args: string[],
     env: NodeJS.ProcessEnv,
+    nodeArgs: string[] = [],
   ) {
-    this.child = spawnCli(args, env);
+    this.child = spawnCli(args, env, nodeArgs);
     let partial = '';
     this.child.stdout?.on('data', (c: Buffer) => {
       this.stdout += c.toString();

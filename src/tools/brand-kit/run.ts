@@ -2,8 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Value } from 'typebox/value';
 import type { Queryable } from '../../db/pool.js';
-import type { FieldError } from '../../http/errors.js';
-import { ToolError, type PricingInput, type RunContext, type ToolOutput, type ToolRunner } from '../manifest.js';
+import { ToolError, type RunContext, type ToolOutput, type ToolRunner } from '../manifest.js';
 import { customProperties } from './css.js';
 import { DEFAULT_FETCH_LIMITS, Fetcher, type FetchLimits } from './fetch.js';
 import { extractFonts } from './fonts.js';
@@ -11,19 +10,10 @@ import { cleanTitle } from './html.js';
 import { dominantPalette } from './images.js';
 import { collectLogos } from './logos.js';
 import { ColorTally, tallyPage } from './palette.js';
+import { KIT_FILE } from './rules.js';
 import { BrandKitSchema, type BrandKit } from './schema.js';
 import { loadSite, type SiteData } from './site.js';
 import { insertBrandKit } from './store.js';
-
-export const KIT_FILE = 'brand-kit.json';
-
-/** At least one source: a url or some images (the per-slot checks have run already). */
-export function validateBrandKitInputs(input: PricingInput): FieldError[] {
-  const hasUrl = typeof input.values.url === 'string' && input.values.url.length > 0;
-  const hasFiles = (input.media.files?.length ?? 0) > 0;
-  if (hasUrl || hasFiles) return [];
-  return [{ loc: ['body', 'inputs', 'url'], message: 'a url or files (at least one image) is needed', code: 'missing_source' }];
-}
 
 const clean = (s: string | null | undefined, max: number): string | null => {
   const t = (s ?? '').replace(/\s+/g, ' ').trim();

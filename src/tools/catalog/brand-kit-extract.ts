@@ -1,4 +1,4 @@
-import { createBrandKitRunner, saveBrandKitOnSuccess, validateBrandKitInputs } from '../brand-kit/run.js';
+import { validateBrandKitInputs } from '../brand-kit/rules.js';
 import { image, type ToolManifest } from '../manifest.js';
 
 export const brandKitExtract: ToolManifest = {
@@ -25,8 +25,9 @@ export const brandKitExtract: ToolManifest = {
     dearest: { values: { url: 'https://example.com' }, media: { files: Array.from({ length: 10 }, () => image(1, 1)) }, durationHint: null },
   },
   validate: validateBrandKitInputs,
-  run: createBrandKitRunner(),
+  // The page parsers (css-tree, parse5) and sharp load with the runner's module, on the first run.
+  run: async (ctx) => (await import('../brand-kit/run.js')).createBrandKitRunner()(ctx),
   // Fetching is bounded at 20 s in all; the rest is parsing and small image work.
   timeoutSeconds: 60,
-  onSucceeded: saveBrandKitOnSuccess,
+  onSucceeded: async (tx, run, outputs) => (await import('../brand-kit/run.js')).saveBrandKitOnSuccess(tx, run, outputs),
 };

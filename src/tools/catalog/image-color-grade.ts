@@ -1,4 +1,4 @@
-import { GRADE_MAX_MEGAPIXELS, runGrade, validateGrade } from '../image/grade.js';
+import { GRADE_MAX_MEGAPIXELS, validateGrade } from '../image/grade-rules.js';
 import { image, megapixels, type ToolManifest, type ToolSlot } from '../manifest.js';
 
 const slider = (name: string, minimum: number, maximum: number): ToolSlot => ({
@@ -43,6 +43,7 @@ export const imageColorGrade: ToolManifest = {
     dearest: { values: {}, media: { image: [image(8000, 8000)] }, durationHint: null },
   },
   validate: (input) => validateGrade(input.media.image),
-  run: (ctx) => runGrade(ctx, TIMEOUT_SECONDS),
+  // sharp loads with the runner's module, on the first run.
+  run: async (ctx) => (await import('../image/grade.js')).runGrade(ctx, TIMEOUT_SECONDS),
   timeoutSeconds: TIMEOUT_SECONDS,
 };

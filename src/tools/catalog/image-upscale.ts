@@ -1,4 +1,4 @@
-import { runUpscale, UPSCALE, validateUpscale } from '../image/upscale.js';
+import { UPSCALE, validateUpscale } from '../image/upscale-rules.js';
 import { image, megapixels, type ToolManifest } from '../manifest.js';
 
 export const MAX_OUTPUT_SIDE = UPSCALE.maxOutputSide;
@@ -35,6 +35,7 @@ export const imageUpscale: ToolManifest = {
   },
   // Output at most 8192 px a side and 64 MP, from the probed (oriented) size.
   validate: (input) => validateUpscale(input.media.image),
-  run: (ctx) => runUpscale(ctx, TIMEOUT_SECONDS),
+  // sharp loads with the runner's module, on the first run.
+  run: async (ctx) => (await import('../image/upscale.js')).runUpscale(ctx, TIMEOUT_SECONDS),
   timeoutSeconds: TIMEOUT_SECONDS,
 };

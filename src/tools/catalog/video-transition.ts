@@ -1,6 +1,6 @@
-import { MAX_MEDIA_SECONDS } from '../../media/probe.js';
+import { MAX_MEDIA_SECONDS } from '../../media/limits.js';
 import { video, type ToolManifest } from '../manifest.js';
-import { runTransition, TRANSITION_STYLES, TRANSITION_TIMEOUT_SECONDS, validateTransition } from '../video/transition.js';
+import { TRANSITION_STYLES, TRANSITION_TIMEOUT_SECONDS, validateTransition } from '../video/transition-rules.js';
 
 export { TRANSITION_STYLES };
 
@@ -39,6 +39,8 @@ export const videoTransition: ToolManifest = {
     dearest: { values: {}, media: { clips: Array.from({ length: 10 }, () => video(1920, 1080, MAX_MEDIA_SECONDS)) }, durationHint: null },
   },
   validate: validateTransition,
-  run: (ctx) => runTransition(ctx, { threads: ctx.limits.ffmpegThreads, maxOutputBytes: ctx.limits.maxOutputBytes }),
+  // The ffmpeg wrappers load with the runner's module, on the first run.
+  run: async (ctx) =>
+    (await import('../video/transition.js')).runTransition(ctx, { threads: ctx.limits.ffmpegThreads, maxOutputBytes: ctx.limits.maxOutputBytes }),
   timeoutSeconds: TRANSITION_TIMEOUT_SECONDS,
 };

@@ -1,6 +1,6 @@
-import { MAX_MEDIA_SECONDS } from '../../media/probe.js';
+import { MAX_MEDIA_SECONDS } from '../../media/limits.js';
 import { stringValue, video, type ToolManifest } from '../manifest.js';
-import { runUpscale, UPSCALE_TIMEOUT_SECONDS, validateUpscale } from '../video/upscale.js';
+import { UPSCALE_TIMEOUT_SECONDS, validateUpscale } from '../video/upscale-rules.js';
 
 export const VIDEO_TARGETS = ['1080p', '4k'];
 
@@ -30,6 +30,8 @@ export const videoUpscale: ToolManifest = {
     dearest: { values: { target: '4k' }, media: { video: [video(1920, 1080, MAX_MEDIA_SECONDS)] }, durationHint: null },
   },
   validate: validateUpscale,
-  run: (ctx) => runUpscale(ctx, { threads: ctx.limits.ffmpegThreads, maxOutputBytes: ctx.limits.maxOutputBytes }),
+  // The ffmpeg wrappers load with the runner's module, on the first run.
+  run: async (ctx) =>
+    (await import('../video/upscale.js')).runUpscale(ctx, { threads: ctx.limits.ffmpegThreads, maxOutputBytes: ctx.limits.maxOutputBytes }),
   timeoutSeconds: UPSCALE_TIMEOUT_SECONDS,
 };

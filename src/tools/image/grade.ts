@@ -1,10 +1,10 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import sharp, { type Metadata, type OutputInfo } from 'sharp';
-import type { FieldError } from '../../http/errors.js';
-import { ToolError, type MediaInfo, type RunContext, type ToolOutput } from '../manifest.js';
+import { ToolError, type RunContext, type ToolOutput } from '../manifest.js';
 import { decodeTable, LUMA_B, LUMA_G, LUMA_R, lookup, SeededNoise, smooth01 } from './color.js';
 import { abortable, configureSharp, decodeFailure, outputFormat, outputName, throwIfStopped } from './common.js';
+import { GRADE_MAX_PIXELS } from './grade-rules.js';
 import { planGrade, settingsFrom, type GradePlan, type GradeSettings } from './looks.js';
 
 /**
@@ -16,23 +16,7 @@ import { planGrade, settingsFrom, type GradePlan, type GradeSettings } from './l
  * grading itself allocates nothing per band.
  */
 
-export const GRADE_MAX_MEGAPIXELS = 64;
-const GRADE_MAX_PIXELS = GRADE_MAX_MEGAPIXELS * 1_000_000;
 const BAND_PIXELS = 1 << 18;
-
-/** The manifest's validate(): a 422 on the image slot past the pixel limit. */
-export function validateGrade(media: MediaInfo[] | undefined): FieldError[] {
-  const m = media?.[0];
-  if (!m || m.width === null || m.height === null || m.width * m.height <= GRADE_MAX_PIXELS) return [];
-  const mp = ((m.width * m.height) / 1_000_000).toFixed(1);
-  return [
-    {
-      loc: ['body', 'inputs', 'image'],
-      message: `the image is ${m.width} x ${m.height} px (${mp} MP); image_color_grade takes at most ${GRADE_MAX_MEGAPIXELS} megapixels`,
-      code: 'too_large',
-    },
-  ];
-}
 
 type Samples = Uint8Array | Uint16Array;
 

@@ -1,44 +1,14 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import sharp, { type Metadata } from 'sharp';
-import type { FieldError } from '../../http/errors.js';
-import { ToolError, type MediaInfo, type RunContext, type ToolOutput } from '../manifest.js';
+import { ToolError, type RunContext, type ToolOutput } from '../manifest.js';
 import { abortable, configureSharp, decodeFailure, orientedSize, outputFormat, outputName, throwIfStopped } from './common.js';
+import { UPSCALE, UPSCALE_MAX_INPUT_PIXELS, upscaleLimitProblem } from './upscale-rules.js';
 
 /** image_upscale: 2x each side, Lanczos3 and a light sharpen, orientation applied, profile kept. */
 
-export const UPSCALE = {
-  scale: 2,
-  maxOutputSide: 8192,
-  maxOutputMegapixels: 64,
-} as const;
-
-/** The largest input whose output fits: 64 MP out is 16 MP in. */
-export const UPSCALE_MAX_INPUT_PIXELS = (UPSCALE.maxOutputMegapixels * 1_000_000) / (UPSCALE.scale * UPSCALE.scale);
-
 /** Light sharpening after the resample: a small radius, gentle on flat areas and on edges. */
 const SHARPEN = { sigma: 0.6, m1: 0.5, m2: 1.5 } as const;
-
-/** Why an input of this (oriented) size cannot be upscaled, or null when it can. */
-export function upscaleLimitProblem(width: number, height: number): string | null {
-  const w = width * UPSCALE.scale;
-  const h = height * UPSCALE.scale;
-  if (w > UPSCALE.maxOutputSide || h > UPSCALE.maxOutputSide) {
-    return `the output would be ${w} x ${h} px; image_upscale makes at most ${UPSCALE.maxOutputSide} px a side (inputs up to ${UPSCALE.maxOutputSide / UPSCALE.scale} px)`;
-  }
-  if (w * h > UPSCALE.maxOutputMegapixels * 1_000_000) {
-    return `the output would be ${w} x ${h} px (${((w * h) / 1_000_000).toFixed(1)} MP); image_upscale makes at most ${UPSCALE.maxOutputMegapixels} megapixels (inputs up to ${UPSCALE_MAX_INPUT_PIXELS / 1_000_000} MP)`;
-  }
-  return null;
-}
-
-/** The manifest's validate(): a 422 on the image slot when 2x would pass the output limits. */
-export function validateUpscale(media: MediaInfo[] | undefined): FieldError[] {
-  const m = media?.[0];
-  if (!m || m.width === null || m.height === null) return [];
-  const problem = upscaleLimitProblem(m.width, m.height);
-  return problem ? [{ loc: ['body', 'inputs', 'image'], message: problem, code: 'too_large' }] : [];
-}
 
 export interface UpscaleOptions {
   input: string;

@@ -1,32 +1,9 @@
 import path from 'node:path';
-import type { FieldError } from '../../http/errors.js';
 import { probeVideo, runFfmpeg, type VideoFacts } from '../../media/ffmpeg.js';
-import { numberValue, stringValue, ToolError, type PricingInput, type RunContext, type ToolOutput } from '../manifest.js';
+import { stringValue, ToolError, type RunContext, type ToolOutput } from '../manifest.js';
 import { encodeProgress, H264, MP4, namedInputs, PROBE_TIME_LIMIT_MS, VIDEO_MAX_OUTPUT_BYTES, type VideoRunOptions } from './common.js';
-import { planTransition, shortSeconds, type TransitionStyle } from './transition-graph.js';
-
-export const TRANSITION_STYLES: TransitionStyle[] = ['fade', 'dissolve', 'wipe_left', 'wipe_right'];
-export const TRANSITION_TIMEOUT_SECONDS = 1800;
-const DEFAULT_DURATION = 1;
-
-function isStyle(s: string): s is TransitionStyle {
-  return (TRANSITION_STYLES as string[]).includes(s);
-}
-
-/** duration_seconds must be shorter than every clip, by the lengths the upload probe found. */
-export function validateTransition(input: PricingInput): FieldError[] {
-  const clips = input.media.clips ?? [];
-  const d = numberValue(input, 'duration_seconds', DEFAULT_DURATION);
-  const i = clips.findIndex((c) => c.durationSeconds !== null && !(d < c.durationSeconds));
-  if (i < 0) return [];
-  return [
-    {
-      loc: ['body', 'inputs', 'duration_seconds'],
-      message: `must be shorter than every clip; clip ${i + 1} is ${shortSeconds(clips[i]!.durationSeconds ?? 0)} s long`,
-      code: 'longer_than_clip',
-    },
-  ];
-}
+import { planTransition } from './transition-graph.js';
+import { DEFAULT_DURATION, isStyle, TRANSITION_TIMEOUT_SECONDS } from './transition-rules.js';
 
 /** Joins the clips in order with the chosen transition into one MP4 (H.264 + AAC). */
 export async function runTransition(ctx: RunContext, opts: VideoRunOptions = {}): Promise<ToolOutput[]> {

@@ -1,11 +1,9 @@
 import path from 'node:path';
-import type { FieldError } from '../../http/errors.js';
 import { probeVideo, runFfmpeg } from '../../media/ffmpeg.js';
-import { stringValue, ToolError, type PricingInput, type RunContext, type ToolOutput } from '../manifest.js';
+import { stringValue, ToolError, type RunContext, type ToolOutput } from '../manifest.js';
 import { encodeProgress, H264, MP4, namedInputs, PROBE_TIME_LIMIT_MS, VIDEO_MAX_OUTPUT_BYTES, type VideoRunOptions } from './common.js';
+import { TARGET_HEIGHTS, UPSCALE_TIMEOUT_SECONDS } from './upscale-rules.js';
 
-export const TARGET_HEIGHTS: Record<string, number> = { '1080p': 1080, '4k': 2160 };
-export const UPSCALE_TIMEOUT_SECONDS = 3600;
 /** Audio codecs an MP4 takes as they are; others (Opus, Vorbis, FLAC, PCM...) are encoded to AAC. */
 const MP4_AUDIO = ['aac', 'mp3', 'ac3', 'eac3', 'alac'];
 
@@ -14,20 +12,6 @@ function targetOf(values: Record<string, unknown>): { name: string; height: numb
   const height = TARGET_HEIGHTS[name];
   if (!height) throw new ToolError(`Unknown target ${name}.`);
   return { name, height };
-}
-
-/** An input already at or above the target height has nothing to gain: 422 on the video slot. */
-export function validateUpscale(input: PricingInput): FieldError[] {
-  const v = input.media.video?.[0];
-  const target = TARGET_HEIGHTS[stringValue(input, 'target', '1080p')];
-  if (!v || v.height === null || !target || v.height < target) return [];
-  return [
-    {
-      loc: ['body', 'inputs', 'video'],
-      message: `is already ${v.height} px high, at or above the ${target} px target`,
-      code: 'already_at_target',
-    },
-  ];
 }
 
 /**
