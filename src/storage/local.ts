@@ -180,9 +180,19 @@ export class LocalStorage implements Storage {
     return this.objectPath(key);
   }
 
-  async putFile(key: string, filePath: string): Promise<void> {
+  async putFile(key: string, filePath: string, _contentType: string, opts: { move?: boolean } = {}): Promise<void> {
     const target = this.objectPath(key);
     await fs.mkdir(path.dirname(target), { recursive: true });
+    if (opts.move) {
+      try {
+        // The object appears whole or not at all, and no byte is copied.
+        await fs.rename(filePath, target);
+        return;
+      } catch (err) {
+        // Work files on another file system (a tmpfs /tmp): copied below, as without move.
+        if ((err as { code?: unknown }).code !== 'EXDEV') throw err;
+      }
+    }
     const tmp = `${target}.${randomBytes(6).toString('hex')}.tmp`;
     try {
       await fs.copyFile(filePath, tmp);
