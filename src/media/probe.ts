@@ -145,8 +145,8 @@ function hours(seconds: number): string {
 }
 
 /**
- * ffprobe for streams and declared length, then one decoded frame (or second of audio) to prove
- * it plays, then the length measured from the packets (measure.ts). The first two run with
+ * ffprobe for streams and declared length, then, at once, one decoded frame (or second of audio)
+ * to prove it plays and the length measured from the packets (measure.ts). The first two run with
  * `-max_pixels`, so a frame over the limit is refused by the decoder before its memory is touched;
  * frame size and declared length are checked before the decode. The length kept is the longer of
  * the declared and the measured: a header claiming less than the streams hold never lowers it.
@@ -196,13 +196,13 @@ async function probeAudioVideo(source: string, mime: string | null, bins: MediaB
     hasAudio: Boolean(audio),
     problem: null,
   };
-  try {
-    const decode = video ? ['-map', '0:v:0', '-frames:v', '1'] : ['-map', '0:a:0', '-t', '1'];
-    await run(bins.ffmpeg, ['-v', 'error', '-nostdin', ...whitelist, ...maxPixels, '-i', source, ...decode, '-f', 'null', '-'], limits.timeoutMs);
-  } catch {
-    return { ...result, problem: `${result.kind} does not decode` };
-  }
-  const measured = await measureLength({
+  // The decode and the measurement read the file independently: run at once, they cost one wait.
+  const decode = video ? ['-map', '0:v:0', '-frames:v', '1'] : ['-map', '0:a:0', '-t', '1'];
+  const decoding = run(bins.ffmpeg, ['-v', 'error', '-nostdin', ...whitelist, ...maxPixels, '-i', source, ...decode, '-f', 'null', '-'], limits.timeoutMs).then(
+    () => true,
+    () => false,
+  );
+  const measuring = measureLength({
     command: (args) => [bins.ffprobe, args],
     inputArgs: whitelist,
     source,
@@ -212,6 +212,8 @@ async function probeAudioVideo(source: string, mime: string | null, bins: MediaB
     timeoutMs: limits.timeoutMs,
     stopAfterSeconds: limits.maxDurationSeconds,
   });
+  const [decodes, measured] = await Promise.all([decoding, measuring]);
+  if (!decodes) return { ...result, problem: `${result.kind} does not decode` };
   const limit = limits.maxDurationSeconds;
   switch (measured.kind) {
     case 'over':
