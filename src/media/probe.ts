@@ -198,7 +198,9 @@ async function probeAudioVideo(source: string, mime: string | null, bins: MediaB
   };
   // The decode and the measurement read the file independently: run at once, they cost one wait.
   const decode = video ? ['-map', '0:v:0', '-frames:v', '1'] : ['-map', '0:a:0', '-t', '1'];
-  const decoding = run(bins.ffmpeg, ['-v', 'error', '-nostdin', ...whitelist, ...maxPixels, '-i', source, ...decode, '-f', 'null', '-'], limits.timeoutMs).then(
+  // One decoder thread: for one frame, starting a thread per core costs more than it saves.
+  const args = ['-v', 'error', '-nostdin', ...whitelist, ...maxPixels, '-threads', '1', '-i', source, ...decode, '-f', 'null', '-'];
+  const decoding = run(bins.ffmpeg, args, limits.timeoutMs).then(
     () => true,
     () => false,
   );
