@@ -3,7 +3,6 @@ import { createWriteStream } from 'node:fs';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { Readable } from 'node:stream';
 import { writeBody, type Written } from './part-stream.js';
 import { normalizeEtag, PartChangedError, type StoredPart } from './storage.js';
 
@@ -89,7 +88,7 @@ export async function closePart(part: PartVersion | null): Promise<void> {
  * `trailer`, the MD5 follows the bytes (the per-part file layout). The file is removed if
  * anything fails; on success the caller owns it.
  */
-export async function writeTempPart(partsDir: string, partNumber: number, body: Readable, maxBytes: number, trailer: boolean): Promise<Written & { file: string }> {
+export async function writeTempPart(partsDir: string, partNumber: number, body: AsyncIterable<Buffer>, maxBytes: number, trailer: boolean): Promise<Written & { file: string }> {
   const file = tempName(partsDir, partNumber);
   try {
     const handle = await fs.open(file, 'wx');
@@ -142,7 +141,7 @@ export async function recordSlot(partsDir: string, partNumber: number, written: 
  * its bare hex MD5. A part over maxBytes is cut off there; a refused or failed part leaves nothing
  * behind.
  */
-export async function writePartFile(partsDir: string, partNumber: number, body: Readable, maxBytes: number): Promise<string> {
+export async function writePartFile(partsDir: string, partNumber: number, body: AsyncIterable<Buffer>, maxBytes: number): Promise<string> {
   const written = await writeTempPart(partsDir, partNumber, body, maxBytes, true);
   try {
     await replaceRecord(partsDir, partNumber, written.file);

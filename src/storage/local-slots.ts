@@ -1,6 +1,5 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import { closePart, copyRange, openPart, partName, recordSlot, withdrawRecord, writeTempPart } from './local-parts.js';
 import { LOCK_TTL_MS, tryLockParts, waitForLocks } from './part-locks.js';
 import { writeBody } from './part-stream.js';
@@ -34,7 +33,7 @@ export async function createSlotUpload(uploadDir: string): Promise<void> {
 }
 
 /** Writes a part PUT into the upload's data file; returns its bare hex MD5. */
-export async function writeSlotPart(uploadDir: string, partNumber: number, offset: number, body: Readable, maxBytes: number): Promise<string> {
+export async function writeSlotPart(uploadDir: string, partNumber: number, offset: number, body: AsyncIterable<Buffer>, maxBytes: number): Promise<string> {
   const partsDir = path.join(uploadDir, 'parts');
   const recorded = () => fs.readlink(partName(partsDir, partNumber)).then(() => true, (err: { code?: string }) => err.code !== 'ENOENT');
   if (!(await recorded())) {

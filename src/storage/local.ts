@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import { assembleParts, listPartFiles, writePartFile } from './local-parts.js';
 import { completeSlots, createSlotUpload, writeSlotPart } from './local-slots.js';
 import { UrlSigner } from './signing.js';
@@ -96,7 +95,7 @@ export class LocalStorage implements Storage {
    * version, whose bytes are deleted at once. A part may not be larger than partLimit(); a refused
    * or failed part leaves nothing behind.
    */
-  async writePart(uploadId: string, partNumber: number, body: Readable): Promise<string> {
+  async writePart(uploadId: string, partNumber: number, body: AsyncIterable<Buffer>): Promise<string> {
     const meta = await this.uploadMeta(uploadId);
     const maxBytes = limitOf(meta, partNumber);
     const dir = this.uploadDir(uploadId);
