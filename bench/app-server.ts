@@ -88,12 +88,16 @@ async function main(): Promise<void> {
     }
     database = await openDatabase(config, logger, mode === 'api' ? { poolSize: 20, applicationName: 'toolrun-api' } : { applicationName: 'toolrun-worker' });
     const storage = await createStorage(config, database.db.pool);
+    // As startService: metrics only with a token (bench/tools.ts reads the run phases from them).
+    const metrics = config.metrics.token
+      ? new (await import('../src/metrics/metrics.js')).Metrics({ db: database.db, logger, toolIds: tools.listed().map((t) => t.id) })
+      : undefined;
     if (mode === 'api') {
-      app = await buildApp({ config, db: database.db, logger, tools, storage, media });
+      app = await buildApp({ config, db: database.db, logger, tools, storage, media, ...(metrics ? { metrics } : {}) });
       await app.listen({ port: config.port, host: config.host });
       url = config.publicBaseUrl;
     }
-    deps = { config, db: database.db, connectionString: database.connectionString, storage, tools, media, logger };
+    deps = { config, db: database.db, connectionString: database.connectionString, storage, tools, media, logger, ...(metrics ? { metrics } : {}) };
     work = await startWork(workersFromEnv(), deps);
   }
 

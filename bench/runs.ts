@@ -19,7 +19,7 @@
  * final commit sends, so nothing polls the API meanwhile) against runDirect(): the same runner
  * called in this process with a RunContext built as the executor builds it. BENCH_REAL_ROUNDS
  * rounds alternate which goes first; each waits for the previous run's output check; medians.
- * The engine's output steps (probe, sha256, copy into storage) are also timed alone on the output.
+ * The engine's output steps (probe, sha256, move into storage) are also timed alone on the output.
  *
  * Environment: DATABASE_URL (else an embedded PostgreSQL), BENCH_PACED_RUNS (150), BENCH_PACE_MS
  * (40), BENCH_BURST_RUNS (300), BENCH_CLIENTS (8), BENCH_REAL_SECONDS (2), BENCH_REAL_ROUNDS (3),
@@ -261,7 +261,7 @@ async function main(): Promise<void> {
         ],
       ),
       `engine steps alone on the same job's output: probe (full decode) ${fmt(real.steps.probeMs, 0)} ms, sha256 ${fmt(real.steps.sha256Ms, 0)} ms, ` +
-        `copy into storage ${fmt(real.steps.copyMs, 0)} ms = ${pct((real.steps.probeMs + real.steps.sha256Ms + real.steps.copyMs) / m.direct)} of direct`,
+        `move into storage ${fmt(real.steps.moveMs, 0)} ms = ${pct((real.steps.probeMs + real.steps.sha256Ms + real.steps.moveMs) / m.direct)} of direct`,
       `CPU s: the API process (with its ffmpeg/ffprobe children) from POST to the final commit; this process for direct`,
       `load: before ${loadBefore.text}; after ${loadAfter.text}`,
       '',
@@ -319,7 +319,7 @@ async function main(): Promise<void> {
           'for a worker woken by LISTEN/NOTIFY; the target is on the value itself.',
         `Throughput baseline: starts/s the API took with no worker running (the engine cannot finish runs faster than the API takes them).`,
         `Real job: image_upscale sized to ~${settings.realSeconds} s here, ${settings.realRounds} round(s) alternating which side goes first; medians. ` +
-          `Queue part ${fmt(m.queue, 1)} ms, execution ${fmt(m.exec, 0)} ms; engine output steps alone ${fmt(real.steps.probeMs + real.steps.sha256Ms + real.steps.copyMs, 0)} ms.`,
+          `Queue part ${fmt(m.queue, 1)} ms, execution ${fmt(m.exec, 0)} ms; engine output steps alone ${fmt(real.steps.probeMs + real.steps.sha256Ms + real.steps.moveMs, 0)} ms.`,
       ],
       details: {
         notify_round_trip_ms: { p50: notifyP50, p99: percentile(notify, 99) },

@@ -27,6 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createLogger } from '../src/logger.js';
+import type { RunPhase } from '../src/metrics/metrics.js';
 import { resolveMediaBinaries } from '../src/media/binaries.js';
 import { H264, MP4 } from '../src/tools/video/common.js';
 import { BrandSite } from '../test/helpers/brand-site.js';
@@ -35,9 +36,10 @@ import { cpuWithChildren, sampleTree, startAppChild, type AppChild } from './lib
 import type { DirectFile, EngineSteps } from './lib/bench-tools.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { makeClip, makeImage } from './lib/media-gen.js';
+import { phaseDelta, PHASES, scrapeAfterCheck, scrapePhases } from './lib/phases.js';
 import { envInt, envNum, errorText, figure, finish, fmt, loadNote, machine, median, MIB, passFail, pct, table, watchdog, type BenchResult } from './lib/report.js';
 
-const OVERHEAD_TARGET = 0.1;
+const OVERHEAD_TARGET = 0.05;
 const TARGET_APPLIES_MS = 2000;
 const ALL = ['image_upscale', 'image_color_grade', 'video_upscale', 'video_transition', 'brand_kit_extract'];
 const settings = {
@@ -139,11 +141,12 @@ interface ToolResult {
   calibrationMs: number[];
   steps: EngineSteps | null;
   direct: Side[];
-  api: (Side & { clientMs: number; queueMs: number })[];
+  api: (Side & { clientMs: number; queueMs: number; phases: Record<RunPhase, number> })[];
   extra: { label: string; side: Side | null; note: string }[];
 }
 
 async function benchTool(spec: Spec, api: Api, apiChild: AppChild, direct: AppChild, pool: pg.Pool, notifier: RunNotifier, dir: string, site: string): Promise<ToolResult> {
+  const phasesNow = () => scrapePhases(apiChild.url, METRICS_TOKEN, spec.id);
   const job = (files: DirectFile[]) => ({ tool: spec.id, values: spec.values(site), files });
   await direct.direct(job(await spec.make(dir, spec.min, 'warm')));
   // Two sizes, a line through them (fixed cost + cost per unit), solved for the wanted time.
@@ -161,6 +164,7 @@ async function benchTool(spec: Spec, api: Api, apiChild: AppChild, direct: AppCh
   const result: ToolResult = { id: spec.id, input: `${fmt(scale, 1)} ${spec.unit}`, calibrationMs: [t1, t2], steps: null, direct: [], api: [], extra: [] };
   const viaApi = async () => {
     let runId = '';
+    const before = await phasesNow();
     const side = await measured(apiChild.pid, async () => {
       const t0 = performance.now();
       runId = (await api.startRun(spec.id, inputs)).id;
@@ -168,8 +172,10 @@ async function benchTool(spec: Spec, api: Api, apiChild: AppChild, direct: AppCh
     });
     if ((await api.getRun(runId)).status !== 'succeeded') throw new Error(`${spec.id} run ${runId} did not succeed`);
     await outputsChecked(pool, runId);
+    const phases = phaseDelta(before, await scrapeAfterCheck(apiChild.url, METRICS_TOKEN, spec.id, before));
     const [t] = await runTimes(pool, [runId]);
-    result.api.push({ ...side, ms: (t?.finished ?? Number.NaN) - (t?.created ?? 0), clientMs: side.ms, queueMs: (t?.started ?? Number.NaN) - (t?.created ?? 0) });
+    const queueMs = (t?.started ?? Number.NaN) - (t?.created ?? 0);
+    result.api.push({ ...side, ms: (t?.finished ?? Number.NaN) - (t?.created ?? 0), clientMs: side.ms, queueMs, phases });
   };
   const viaDirect = async () => result.direct.push(await measured(direct.pid, async () => (await direct.direct(job(files))).ms));
   for (let r = 0; r < settings.rounds; r++) {
@@ -197,6 +203,8 @@ async function benchTool(spec: Spec, api: Api, apiChild: AppChild, direct: AppCh
 }
 
 const resolveThreads = () => envInt('TOOLRUN_FFMPEG_THREADS', 2, 1);
+/** GET /metrics of the API child: the run phases are read from there. */
+const METRICS_TOKEN = 'bench-tools-metrics-token';
 
 async function main(): Promise<void> {
   const unknown = settings.tools.filter((t) => !ALL.includes(t));
@@ -235,7 +243,7 @@ async function main(): Promise<void> {
       TOOLRUN_ALLOW_PRIVATE_NETWORK: '1',
       TOOLRUN_DATA_DIR: path.join(dir, 'data'),
     };
-    const apiChild = await startAppChild('api', { ...env, BENCH_WORKERS: 'all' });
+    const apiChild = await startAppChild('api', { ...env, BENCH_WORKERS: 'all', TOOLRUN_METRICS_TOKEN: METRICS_TOKEN });
     children.push(apiChild);
     const direct = await startAppChild('direct', env);
     children.push(direct);
@@ -261,19 +269,32 @@ async function main(): Promise<void> {
       return { id: r.id, direct: d, api: a, client: median(r.api.map((x) => x.clientMs)), overhead, applies, pass: !applies || overhead < OVERHEAD_TARGET,
         apiCpu: median(r.api.map((x) => x.cpuS)), directCpu: median(r.direct.map((x) => x.cpuS)),
         apiPeak: Math.max(...r.api.map((x) => x.peakBytes)), apiIdle: Math.min(...r.api.map((x) => x.idleBytes)),
-        directPeak: Math.max(...r.direct.map((x) => x.peakBytes)), directIdle: Math.min(...r.direct.map((x) => x.idleBytes)) };
+        directPeak: Math.max(...r.direct.map((x) => x.peakBytes)), directIdle: Math.min(...r.direct.map((x) => x.idleBytes)),
+        phases: { queue: median(r.api.map((x) => x.queueMs)), ...Object.fromEntries(PHASES.map((ph) => [ph, 1000 * median(r.api.map((x) => x.phases[ph]))])) } as Record<RunPhase | 'queue', number> };
     });
     const rows = results.map((r, i) => {
       const s = summary[i]!;
-      const st = r.steps ? r.steps.probeMs + r.steps.sha256Ms + r.steps.copyMs : Number.NaN;
+      const st = r.steps ? r.steps.probeMs + r.steps.sha256Ms + r.steps.moveMs : Number.NaN;
       return [r.id, r.input, fmt(s.direct / 1000, 2), fmt(s.api / 1000, 2), pct(s.overhead), fmt(s.client / 1000, 2), fmt(st / 1000, 2), fmt(s.directCpu, 2), fmt(s.apiCpu, 2), pct(s.apiCpu / s.directCpu - 1),
         `${mib(s.directPeak)} (${mib(s.directIdle)})`, `${mib(s.apiPeak)} (${mib(s.apiIdle)})`, s.applies ? passFail(s.pass) : 'n/a (<2 s)'];
     });
+    const phaseRows = results.map((r, i) => {
+      const s = summary[i]!;
+      const p = s.phases;
+      const counted = p.queue + p.inputs + p.runner + p.store + p.commit;
+      const ms = (x: number) => fmt(x, 0);
+      return [r.id, ms(s.direct), ms(p.queue), ms(p.inputs), ms(p.runner), pct(p.runner / s.direct - 1), ms(p.store), ms(p.commit), ms(s.api - counted), ms(s.api), ms(p.check)];
+    });
     const lines = [
+      '',
+      `Where the API's time goes, ms (medians of each phase over the rounds; other = API - the phases before it):`,
+      table(['tool', 'direct', 'queue', 'inputs', 'runner', 'runner vs direct', 'store', 'commit', 'other', 'API', 'check (after)'], phaseRows),
+      'queue = created_at -> started_at; inputs = the input files made readable; store = outputs probed, checksummed and moved into storage;',
+      'commit = the success transaction; check = the outputs read back and compared with their checksums, after finished_at.',
       '',
       `Tools: API (created_at -> finished_at) vs the runner called directly; ${settings.rounds} rounds, medians; jobs sized for ~${settings.jobSeconds} s direct`,
       table(['tool', 'input', 'direct s', 'API s', 'overhead', 'client s', 'out steps s', 'direct CPU s', 'API CPU s', 'CPU +', 'direct peak MiB (idle)', 'API peak MiB (idle)', `< ${pct(OVERHEAD_TARGET)}`], rows),
-      'out steps = the engine\'s output handling timed alone on the direct output (probe/decode + sha256 + copy into storage).',
+      'out steps = the engine\'s output handling timed alone on the direct output (probe/decode + sha256 + move into storage).',
       'peak = RSS summed over the process and its children (ffmpeg, ffprobe), sampled every 100 ms; idle = the same just before the job.',
       ...results.flatMap((r) =>
         r.extra.map((e) => `${r.id} vs ${e.label}: ${e.side ? `${fmt(e.side.ms / 1000, 2)} s, peak ${mib(e.side.peakBytes)} MiB (1 run)` : '-'}  [${e.note}]`),

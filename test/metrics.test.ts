@@ -308,6 +308,10 @@ describe('GET /metrics: figures', () => {
     assert.equal(done.value('toolrun_run_duration_seconds_count', { tool, outcome: 'succeeded' }), 2);
     assert.equal(done.value('toolrun_run_duration_seconds_count', { tool, outcome: 'failed' }), 1);
     assert.equal(done.value('toolrun_run_duration_seconds_bucket', { tool, outcome: 'failed', le: '+Inf' }), 1);
+    // Each phase once per execution that reached its end: the failed run stopped in its runner.
+    const phases = ['inputs', 'runner', 'store', 'commit', 'check'].map((phase) => done.value('toolrun_run_phase_seconds_count', { tool, phase }));
+    assert.deepEqual(phases, [3, 2, 2, 2, 2]);
+    assert.ok((done.value('toolrun_run_phase_seconds_sum', { tool, phase: 'store' }) ?? 0) > 0);
     assert.equal(done.value('toolrun_webhook_attempts_total', { outcome: 'retry' }), 1);
     assert.equal(done.value('toolrun_webhook_attempts_total', { outcome: 'delivered' }), 1);
     assert.equal(done.value('toolrun_webhook_attempts_total', { outcome: 'given_up' }), undefined);

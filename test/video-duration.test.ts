@@ -3,6 +3,7 @@
 // run at the length its packets span; and a file row that still carries a header's shorter claim
 // (as rows probed before this change may) bounds every ffmpeg run to that priced length.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -10,7 +11,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { resolveMediaBinaries } from '../src/media/binaries.js';
 import { LENGTH_TOLERANCE_SECONDS, measureLength } from '../src/media/measure.js';
-import { DEFAULT_PROBE_LIMITS, probeLocalFile } from '../src/media/probe.js';
+import { DEFAULT_PROBE_LIMITS, OUTPUT_PROBE_LIMITS, probeLocalFile } from '../src/media/probe.js';
 import { storeOutputs } from '../src/runs/outputs.js';
 import type { RunWorker } from '../src/runs/worker.js';
 import { builtinTools, createToolRegistry } from '../src/tools/registry.js';
@@ -133,6 +134,31 @@ describe('a container that claims less than its streams hold', () => {
     assert.equal(over.kind, 'over');
     // No process starts, demuxes and exits within a millisecond.
     assert.deepEqual(await measureLength({ ...scan, timeoutMs: 1, stopAfterSeconds: null }), { kind: 'timeout' });
+  });
+
+  test('tool outputs are probed with the decode and the packet scan started at once, to the same verdicts', async () => {
+    const file = path.join(dir, 'eager.mkv');
+    await fs.writeFile(file, lying);
+    const ordered = { ...OUTPUT_PROBE_LIMITS, eager: false };
+    const eager = await probeLocalFile(file, media);
+    assert.equal(eager.decodable, true, eager.problem ?? '');
+    assert.deepEqual(eager, await probeLocalFile(file, media, ordered));
+    near(eager.durationSeconds, REAL, 0.1, 'eager probe');
+    // Audio alone in a container sniffed as video: the early video decode fails, the audio one is made.
+    const audio = path.join(dir, 'audio-only.mkv');
+    await new Promise<void>((resolve, reject) =>
+      execFile(media.ffmpeg, ['-v', 'error', '-nostdin', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=3', '-c:a', 'libopus', audio], (err) => (err ? reject(err) : resolve())),
+    );
+    const sound = await probeLocalFile(audio, media);
+    assert.equal(sound.mime?.startsWith('video/'), true, `sniffed as ${sound.mime}`);
+    assert.deepEqual([sound.kind, sound.decodable], ['audio', true], sound.problem ?? '');
+    assert.deepEqual(sound, await probeLocalFile(audio, media, ordered));
+    // Not media past a video's signature: refused either way.
+    const junk = path.join(dir, 'junk.mkv');
+    await fs.writeFile(junk, Buffer.concat([lying.subarray(0, 64), Buffer.alloc(4096, 7)]));
+    const refused = await probeLocalFile(junk, media);
+    assert.equal(refused.decodable, false);
+    assert.deepEqual(refused, await probeLocalFile(junk, media, ordered));
   });
 
   test("an output's duration_seconds is its measured length", async () => {

@@ -36,7 +36,11 @@ export interface MeasureOptions {
   command: (args: string[]) => [string, string[]];
   inputArgs: string[];
   source: string;
-  streams: MeasuredStream[];
+  /**
+   * The streams to measure. A promise lets the scan start before they are known (every stream's
+   * packets are kept until then); a rejected one fails the measurement.
+   */
+  streams: MeasuredStream[] | Promise<MeasuredStream[]>;
   timeoutMs: number;
   /** Stop as soon as the span exceeds this many seconds; null: read to the end. */
   stopAfterSeconds: number | null;
@@ -79,8 +83,18 @@ function length(spans: Span[]): number {
 export class PacketSpans {
   private readonly spans = new Map<number, StreamSpans>();
 
-  constructor(private readonly streams: MeasuredStream[]) {
-    for (const s of streams) this.spans.set(s.index, { all: { ...EMPTY_SPAN }, shown: { ...EMPTY_SPAN }, packets: 0, timed: 0 });
+  private streams: MeasuredStream[] | null = null;
+
+  /** Null: the streams are not known yet, and every stream's packets are kept meanwhile. */
+  constructor(streams: MeasuredStream[] | null) {
+    if (streams) this.setStreams(streams);
+  }
+
+  setStreams(streams: MeasuredStream[]): void {
+    this.streams = streams;
+    const kept = new Map(this.spans);
+    this.spans.clear();
+    for (const s of streams) this.spans.set(s.index, kept.get(s.index) ?? { all: { ...EMPTY_SPAN }, shown: { ...EMPTY_SPAN }, packets: 0, timed: 0 });
   }
 
   add(line: string): void {
@@ -110,6 +124,9 @@ export class PacketSpans {
           break;
       }
     }
+    if (this.streams === null && Number.isInteger(stream) && !this.spans.has(stream)) {
+      this.spans.set(stream, { all: { ...EMPTY_SPAN }, shown: { ...EMPTY_SPAN }, packets: 0, timed: 0 });
+    }
     const span = this.spans.get(stream);
     if (!span) return;
     span.packets++;
@@ -124,15 +141,15 @@ export class PacketSpans {
   /** Packets of the video streams: the frames a tool decodes, whatever the timestamps say. */
   videoFrames(): number {
     let frames = 0;
-    for (const s of this.streams) if (s.video) frames += this.spans.get(s.index)!.packets;
+    for (const s of this.streams ?? []) if (s.video) frames += this.spans.get(s.index)!.packets;
     return frames;
   }
 
-  /** From the earliest timestamp of any stream to the latest end of any; null before any packet. */
+  /** From the earliest timestamp of any stream to the latest end of any; null before any packet (or before the streams are known). */
   seconds(): number | null {
     let counted = 0;
     const timed: StreamSpans[] = [];
-    for (const s of this.streams) {
+    for (const s of this.streams ?? []) {
       const span = this.spans.get(s.index)!;
       if (span.timed) timed.push(span);
       else if (span.packets && s.frameRate) counted = Math.max(counted, span.packets / s.frameRate);
@@ -155,7 +172,17 @@ export function measureLength(opts: MeasureOptions): Promise<Measurement> {
       resolve({ kind: 'aborted' });
       return;
     }
-    const spans = new PacketSpans(opts.streams);
+    const spans = new PacketSpans(Array.isArray(opts.streams) ? opts.streams : null);
+    let streamsKnown: Promise<boolean> = Promise.resolve(true);
+    if (!Array.isArray(opts.streams)) {
+      streamsKnown = opts.streams.then(
+        (streams) => {
+          spans.setStreams(streams);
+          return true;
+        },
+        () => false,
+      );
+    }
     const [cmd, args] = opts.command(packetArgs(opts.inputArgs, opts.source));
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'ignore'] });
     let outcome: Measurement | null = null;
@@ -202,13 +229,19 @@ export function measureLength(opts: MeasureOptions): Promise<Measurement> {
         resolve(outcome);
         return;
       }
-      const seconds = spans.seconds();
-      if (seconds !== null && opts.stopAfterSeconds !== null && seconds > opts.stopAfterSeconds) {
-        resolve({ kind: 'over', seconds });
-        return;
-      }
-      // A scan that failed part-way still proves the file is at least this long.
-      resolve(started && (code === 0 || seconds !== null) ? { kind: 'measured', seconds, videoFrames: spans.videoFrames() } : { kind: 'failed' });
+      void streamsKnown.then((known) => {
+        if (!known) {
+          resolve({ kind: 'failed' });
+          return;
+        }
+        const seconds = spans.seconds();
+        if (seconds !== null && opts.stopAfterSeconds !== null && seconds > opts.stopAfterSeconds) {
+          resolve({ kind: 'over', seconds });
+          return;
+        }
+        // A scan that failed part-way still proves the file is at least this long.
+        resolve(started && (code === 0 || seconds !== null) ? { kind: 'measured', seconds, videoFrames: spans.videoFrames() } : { kind: 'failed' });
+      });
     };
     child.once('error', () => settle(null, false));
     child.once('close', (code) => settle(code, true));

@@ -4,7 +4,7 @@ import sharp from 'sharp';
 import type { Storage } from '../storage/storage.js';
 import type { MediaBinaries } from './binaries.js';
 import { MAX_FRAME_RATE, MAX_MEDIA_SECONDS, MAX_VIDEO_PIXELS } from './limits.js';
-import { measureLength } from './measure.js';
+import { measureLength, type MeasuredStream, type Measurement } from './measure.js';
 
 export type MediaKind = 'image' | 'video' | 'audio' | 'other';
 
@@ -39,6 +39,11 @@ export interface ProbeLimits {
    * timeline would be work nobody paid for.
    */
   maxFrameRate: number;
+  /**
+   * Start a claimed video's frame decode and packet scan with the stream probe instead of after
+   * its checks (tool outputs: the decoder's -max_pixels still bounds the frame).
+   */
+  eager?: boolean;
 }
 
 export { MAX_FRAME_RATE, MAX_MEDIA_SECONDS, MAX_VIDEO_PIXELS };
@@ -53,7 +58,7 @@ export const DEFAULT_PROBE_LIMITS: ProbeLimits = {
 };
 
 /** Tool outputs: the same picture bounds; their length is whatever the (time-bounded) run made. */
-export const OUTPUT_PROBE_LIMITS: ProbeLimits = { ...DEFAULT_PROBE_LIMITS, maxDurationSeconds: null };
+export const OUTPUT_PROBE_LIMITS: ProbeLimits = { ...DEFAULT_PROBE_LIMITS, maxDurationSeconds: null, eager: true };
 
 const EMPTY: Omit<ProbeResult, 'kind' | 'mime' | 'decodable' | 'problem'> = {
   width: null,
@@ -69,9 +74,9 @@ function isAudioVideo(mime: string | null): boolean {
   return Boolean(mime && (mime.startsWith('video/') || mime.startsWith('audio/') || mime === 'application/ogg' || mime === 'application/mxf'));
 }
 
-function run(cmd: string, args: string[], timeoutMs: number): Promise<{ stdout: string; stderr: string }> {
+function run(cmd: string, args: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
+    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, killSignal: 'SIGKILL', ...(signal ? { signal } : {}) }, (err, stdout, stderr) => {
       if (err) reject(Object.assign(err, { stderr: String(stderr) }));
       else resolve({ stdout: String(stdout), stderr: String(stderr) });
     });
@@ -140,74 +145,103 @@ function hours(seconds: number): string {
   return seconds >= 3600 ? `${Math.round(seconds / 360) / 10} h` : `${Math.round(seconds)} s`;
 }
 
+/** The measured streams: audio, and video that is not a cover picture. */
+function measuredStreams(streams: FfprobeStream[]): MeasuredStream[] {
+  return streams
+    .filter((s) => s.index !== undefined && (s.codec_type === 'audio' || (s.codec_type === 'video' && !s.disposition?.attached_pic)))
+    .map((s) => ({ index: s.index!, frameRate: rate(s.avg_frame_rate) ?? rate(s.r_frame_rate), video: s.codec_type === 'video' }));
+}
+
 /**
- * ffprobe for streams and declared length, then one decoded frame (or second of audio) to prove
- * it plays, then the length measured from the packets (measure.ts). The first two run with
+ * ffprobe for streams and declared length, then, at once, one decoded frame (or second of audio)
+ * to prove it plays and the length measured from the packets (measure.ts). The first two run with
  * `-max_pixels`, so a frame over the limit is refused by the decoder before its memory is touched;
- * frame size and declared length are checked before the decode. The length kept is the longer of
- * the declared and the measured: a header claiming less than the streams hold never lowers it.
+ * for uploads, frame size and declared length are checked before anything decodes. Tool outputs
+ * (`limits.eager`) that claim to be video start the frame decode and the packet scan with the
+ * stream probe: three processes at once, one wait. The length kept is the longer of the declared
+ * and the measured: a header claiming less than the streams hold never lowers it.
  */
 async function probeAudioVideo(source: string, mime: string | null, bins: MediaBinaries, limits: ProbeLimits): Promise<ProbeResult> {
   const whitelist = ['-protocol_whitelist', source.startsWith('http') ? 'http,https,tcp,tls,file' : 'file'];
   const maxPixels = ['-max_pixels', String(limits.maxVideoPixels)];
-  let info: { streams?: FfprobeStream[]; format?: { duration?: string } };
-  let probeStderr = '';
-  try {
-    const { stdout, stderr } = await run(
-      bins.ffprobe,
-      ['-v', 'error', ...whitelist, ...maxPixels, '-print_format', 'json', '-show_format', '-show_streams', source],
-      limits.timeoutMs,
-    );
-    probeStderr = stderr;
-    info = JSON.parse(stdout) as typeof info;
-  } catch (err) {
-    return { ...EMPTY, kind: 'other', mime, decodable: false, problem: 'not a readable audio or video file' };
-  }
-  const streams = info.streams ?? [];
-  const video = streams.find((s) => s.codec_type === 'video' && !s.disposition?.attached_pic);
-  const audio = streams.find((s) => s.codec_type === 'audio');
-  if (!video && !audio) return { ...EMPTY, kind: 'other', mime, decodable: false, problem: 'no audio or video stream' };
-  const refused = (problem: string): ProbeResult => ({ ...EMPTY, kind: video ? 'video' : 'audio', mime, decodable: false, problem });
-  const oversized = OVERSIZED_FRAME.exec(probeStderr);
-  const frame = video?.width && video.height ? { w: video.width, h: video.height } : oversized ? { w: Number(oversized[1]), h: Number(oversized[2]) } : null;
-  if (frame && frame.w * frame.h > limits.maxVideoPixels) {
-    return refused(`the video's frames are ${frame.w} x ${frame.h} px (${megapixels(frame.w * frame.h)}); at most ${megapixels(limits.maxVideoPixels)} (8192 x 4320) are accepted`);
-  }
-  // What the container declares: a field the uploader controls, so it only ever adds to the
-  // length the streams are measured at below, never takes from it.
-  const declared = Number(info.format?.duration ?? video?.duration ?? audio?.duration);
-  if (limits.maxDurationSeconds !== null && Number.isFinite(declared) && declared > limits.maxDurationSeconds) {
-    return refused(`the file is ${hours(declared)} long; at most ${hours(limits.maxDurationSeconds)} are accepted`);
-  }
-  const result: ProbeResult = {
-    kind: video ? 'video' : 'audio',
-    mime,
-    decodable: false,
-    width: video?.width ?? null,
-    height: video?.height ?? null,
-    durationSeconds: null,
-    videoCodec: video?.codec_name ?? null,
-    audioCodec: audio?.codec_name ?? null,
-    frameRate: video ? rate(video.avg_frame_rate) ?? rate(video.r_frame_rate) : null,
-    hasAudio: Boolean(audio),
-    problem: null,
-  };
-  try {
+  // Ends whatever still runs when the probe answers early.
+  const stop = new AbortController();
+  const decodeCheck = (video: boolean): Promise<boolean> => {
     const decode = video ? ['-map', '0:v:0', '-frames:v', '1'] : ['-map', '0:a:0', '-t', '1'];
-    await run(bins.ffmpeg, ['-v', 'error', '-nostdin', ...whitelist, ...maxPixels, '-i', source, ...decode, '-f', 'null', '-'], limits.timeoutMs);
-  } catch {
-    return { ...result, problem: `${result.kind} does not decode` };
-  }
-  const measured = await measureLength({
-    command: (args) => [bins.ffprobe, args],
-    inputArgs: whitelist,
-    source,
-    streams: streams
-      .filter((s) => s.index !== undefined && (s.codec_type === 'audio' || (s.codec_type === 'video' && !s.disposition?.attached_pic)))
-      .map((s) => ({ index: s.index!, frameRate: rate(s.avg_frame_rate) ?? rate(s.r_frame_rate), video: s.codec_type === 'video' })),
-    timeoutMs: limits.timeoutMs,
-    stopAfterSeconds: limits.maxDurationSeconds,
+    // One decoder thread: for one frame, starting a thread per core costs more than it saves.
+    const args = ['-v', 'error', '-nostdin', ...whitelist, ...maxPixels, '-threads', '1', '-i', source, ...decode, '-f', 'null', '-'];
+    return run(bins.ffmpeg, args, limits.timeoutMs, stop.signal).then(
+      () => true,
+      () => false,
+    );
+  };
+  let streamsKnown: (streams: MeasuredStream[]) => void = () => undefined;
+  const streamList = new Promise<MeasuredStream[]>((resolve, reject) => {
+    streamsKnown = resolve;
+    stop.signal.addEventListener('abort', () => reject(new Error('probe ended')), { once: true });
   });
+  streamList.catch(() => undefined);
+  const measure = (streams: MeasuredStream[] | Promise<MeasuredStream[]>) =>
+    measureLength({ command: (args) => [bins.ffprobe, args], inputArgs: whitelist, source, streams, timeoutMs: limits.timeoutMs, stopAfterSeconds: limits.maxDurationSeconds, signal: stop.signal });
+  const eager = limits.eager === true && Boolean(mime?.startsWith('video/'));
+  const early = eager ? { decoding: decodeCheck(true), measuring: measure(streamList) } : null;
+  try {
+    let info: { streams?: FfprobeStream[]; format?: { duration?: string } };
+    let probeStderr = '';
+    try {
+      const { stdout, stderr } = await run(
+        bins.ffprobe,
+        ['-v', 'error', ...whitelist, ...maxPixels, '-print_format', 'json', '-show_format', '-show_streams', source],
+        limits.timeoutMs,
+      );
+      probeStderr = stderr;
+      info = JSON.parse(stdout) as typeof info;
+    } catch (err) {
+      return { ...EMPTY, kind: 'other', mime, decodable: false, problem: 'not a readable audio or video file' };
+    }
+    const streams = info.streams ?? [];
+    const video = streams.find((s) => s.codec_type === 'video' && !s.disposition?.attached_pic);
+    const audio = streams.find((s) => s.codec_type === 'audio');
+    if (!video && !audio) return { ...EMPTY, kind: 'other', mime, decodable: false, problem: 'no audio or video stream' };
+    const refused = (problem: string): ProbeResult => ({ ...EMPTY, kind: video ? 'video' : 'audio', mime, decodable: false, problem });
+    const oversized = OVERSIZED_FRAME.exec(probeStderr);
+    const frame = video?.width && video.height ? { w: video.width, h: video.height } : oversized ? { w: Number(oversized[1]), h: Number(oversized[2]) } : null;
+    if (frame && frame.w * frame.h > limits.maxVideoPixels) {
+      return refused(`the video's frames are ${frame.w} x ${frame.h} px (${megapixels(frame.w * frame.h)}); at most ${megapixels(limits.maxVideoPixels)} (8192 x 4320) are accepted`);
+    }
+    // What the container declares: a field the uploader controls, so it only ever adds to the
+    // length the streams are measured at below, never takes from it.
+    const declared = Number(info.format?.duration ?? video?.duration ?? audio?.duration);
+    if (limits.maxDurationSeconds !== null && Number.isFinite(declared) && declared > limits.maxDurationSeconds) {
+      return refused(`the file is ${hours(declared)} long; at most ${hours(limits.maxDurationSeconds)} are accepted`);
+    }
+    const result: ProbeResult = {
+      kind: video ? 'video' : 'audio',
+      mime,
+      decodable: false,
+      width: video?.width ?? null,
+      height: video?.height ?? null,
+      durationSeconds: null,
+      videoCodec: video?.codec_name ?? null,
+      audioCodec: audio?.codec_name ?? null,
+      frameRate: video ? rate(video.avg_frame_rate) ?? rate(video.r_frame_rate) : null,
+      hasAudio: Boolean(audio),
+      problem: null,
+    };
+    streamsKnown(measuredStreams(streams));
+    // The decode and the measurement read the file independently: run at once, they cost one wait.
+    const decoding = early && video ? early.decoding : decodeCheck(Boolean(video));
+    const measuring = early ? early.measuring : measure(measuredStreams(streams));
+    const [decodes, measured] = await Promise.all([decoding, measuring]);
+    if (!decodes) return { ...result, problem: `${result.kind} does not decode` };
+    return lengthVerdict(result, refused, measured, declared, limits);
+  } finally {
+    stop.abort();
+  }
+}
+
+/** The measured length against the limits: the result with its length, or why it is refused. */
+function lengthVerdict(result: ProbeResult, refused: (problem: string) => ProbeResult, measured: Measurement, declared: number, limits: ProbeLimits): ProbeResult {
   const limit = limits.maxDurationSeconds;
   switch (measured.kind) {
     case 'over':

@@ -13,9 +13,18 @@ export type RunOutcome = 'succeeded' | 'failed' | 'canceled' | 'handed_back' | '
 /** `retry`: the attempt failed and another is scheduled; `given_up`: it failed and was the last. */
 export type WebhookAttemptOutcome = 'delivered' | 'retry' | 'given_up';
 
+/**
+ * The steps of an execution, each timed alone: `inputs` (the input files made readable: in place
+ * on local storage, downloaded from S3), `runner` (the tool's work), `store` (outputs checked,
+ * checksummed and put into storage), `commit` (the success transaction), `check` (the outputs read
+ * back from storage and compared with their checksums, after the commit).
+ */
+export type RunPhase = 'inputs' | 'runner' | 'store' | 'commit' | 'check';
+
 /** What the run worker records (it needs nothing else of the metrics). */
 export interface RunMetrics {
   runEnded(tool: string, outcome: RunOutcome, seconds: number): void;
+  runPhase(tool: string, phase: RunPhase, seconds: number): void;
 }
 
 /** What the webhook worker records. */
@@ -59,6 +68,7 @@ export class Metrics implements RunMetrics, WebhookMetrics {
   private readonly httpDuration: Histogram<'route' | 'method' | 'status'>;
   private readonly runsTotal: Counter<'tool' | 'outcome'>;
   private readonly runDuration: Histogram<'tool' | 'outcome'>;
+  private readonly runPhaseDuration: Histogram<'tool' | 'phase'>;
   private readonly webhookAttempts: Counter<'outcome'>;
   private readonly webhookDuration: Histogram<'outcome'>;
   private readonly queued: Gauge<'tool'>;
@@ -103,6 +113,13 @@ export class Metrics implements RunMetrics, WebhookMetrics {
       help: 'Time from claiming a run to the end of its execution in this process, by tool and outcome.',
       labelNames: ['tool', 'outcome'],
       buckets: [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600],
+      registers,
+    });
+    this.runPhaseDuration = new Histogram({
+      name: 'toolrun_run_phase_seconds',
+      help: 'Time each step of a run execution took in this process, by tool and phase (inputs, runner, store, commit, check).',
+      labelNames: ['tool', 'phase'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800],
       registers,
     });
     this.webhookAttempts = new Counter({
@@ -160,6 +177,10 @@ export class Metrics implements RunMetrics, WebhookMetrics {
   runEnded(tool: string, outcome: RunOutcome, seconds: number): void {
     this.runsTotal.inc({ tool, outcome });
     this.runDuration.observe({ tool, outcome }, seconds);
+  }
+
+  runPhase(tool: string, phase: RunPhase, seconds: number): void {
+    this.runPhaseDuration.observe({ tool, phase }, seconds);
   }
 
   webhookAttempt(outcome: WebhookAttemptOutcome, seconds: number): void {

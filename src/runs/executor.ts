@@ -6,8 +6,9 @@ import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
 import { getTeamFiles } from '../files/repository.js';
 import type { MediaBinaries } from '../media/binaries.js';
+import type { RunMetrics, RunPhase } from '../metrics/metrics.js';
 import type { LocalCopy, Storage } from '../storage/storage.js';
-import { MEDIA_KINDS, ToolError, type InputFile, type ToolManifest } from '../tools/manifest.js';
+import { MEDIA_KINDS, ToolError, type InputFile, type RunContext, type ToolManifest } from '../tools/manifest.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { commitSuccess, SuccessOutcomeUnknown } from './commit-success.js';
 import { verifyOutputs } from './output-checks.js';
@@ -22,6 +23,8 @@ export interface ExecutorDeps {
   tools: ToolRegistry;
   media: MediaBinaries;
   logger: Logger;
+  /** Records how each execution ended, how long it and each of its phases took, when given. */
+  metrics?: RunMetrics;
 }
 
 /** Why a run's AbortSignal fired. */
@@ -130,45 +133,52 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow, owner: string,
       ])
       .catch((err: unknown) => log.warn({ err }, 'progress update failed'));
   };
+  /** Times one phase of this execution into the metrics (when on). */
+  const timed = async <T>(phase: RunPhase, work: () => Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    const result = await work();
+    deps.metrics?.runPhase(run.tool_id, phase, (performance.now() - t0) / 1000);
+    return result;
+  };
   let workDir: string | null = null;
   let copies: LocalCopy[] = [];
   let stored: NewOutput[] = [];
   let succeeded = false;
   try {
-    workDir = await fs.mkdtemp(path.join(os.tmpdir(), `toolrun-run-${run.id}-`));
-    const inputs = await inputFiles(deps, tool, run);
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), `toolrun-run-${run.id}-`));
+    workDir = dir;
+    const inputs = await timed('inputs', () => inputFiles(deps, tool, run));
     copies = inputs.copies;
     const started = Date.now();
-    const outputs = await tool.run({
+    const runner = tool.run;
+    const ctx: RunContext = {
       runId: run.id,
       teamId: run.team_id,
       values: run.inputs,
       files: inputs.files,
-      workDir,
+      workDir: dir,
       signal: control.abort.signal,
       progress,
       media: deps.media,
       logger: log,
       outbound: { allowPrivate: config.allowPrivateNetwork },
       limits: { ffmpegThreads: config.runs.ffmpegThreads, maxOutputBytes: config.runs.maxOutputBytes },
-    });
+    };
+    const outputs = await timed('runner', () => runner(ctx));
     if (control.abort.signal.aborted) throw control.abort.signal.reason;
-    stored = await storeOutputs(outputs, {
-      teamId: run.team_id,
-      runId: run.id,
-      storage: deps.storage,
-      media: deps.media,
-      maxBytes: config.runs.maxOutputBytes,
-      signal: control.abort.signal,
-    });
+    const storing = { teamId: run.team_id, runId: run.id, storage: deps.storage, media: deps.media, maxBytes: config.runs.maxOutputBytes, signal: control.abort.signal };
+    stored = await timed('store', () => storeOutputs(outputs, storing));
     let done: boolean;
     try {
-      done = await commitSuccess(db, run.id, stored, log, async (tx) => {
-        const finished = await succeedRun(tx, run.id, owner, stored, config.runs.outputRetentionSeconds);
-        // A tool's own record of success (a saved brand kit) commits with the run, or not at all.
-        if (finished && tool.onSucceeded) await tool.onSucceeded(tx, { id: run.id, teamId: run.team_id, values: run.inputs }, outputs);
-        return finished !== null;
-      });
+      const recorded = stored;
+      done = await timed('commit', () =>
+        commitSuccess(db, run.id, recorded, log, async (tx) => {
+          const finished = await succeedRun(tx, run.id, owner, recorded, config.runs.outputRetentionSeconds);
+          // A tool's own record of success (a saved brand kit) commits with the run, or not at all.
+          if (finished && tool.onSucceeded) await tool.onSucceeded(tx, { id: run.id, teamId: run.team_id, values: run.inputs }, outputs);
+          return finished !== null;
+        }),
+      );
     } catch (err) {
       if (err instanceof SuccessOutcomeUnknown) {
         // Not knowing, keep the objects: an orphan costs storage, a deleted output costs a paid result.
@@ -211,5 +221,7 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow, owner: string,
     if (workDir) await fs.rm(workDir, { recursive: true, force: true });
   }
   // The check behind output_not_ready; a worker's sweep retries it if this one cannot finish it.
-  if (succeeded) await verifyOutputs(db, deps.storage, log, { runId: run.id }).catch((err: unknown) => log.warn({ err }, 'output check failed'));
+  if (succeeded) {
+    await timed('check', () => verifyOutputs(db, deps.storage, log, { runId: run.id })).catch((err: unknown) => log.warn({ err }, 'output check failed'));
+  }
 }

@@ -65,6 +65,29 @@ export async function storeOutputs(
   return stored;
 }
 
+interface OutputMeta {
+  width: number | null;
+  height: number | null;
+  durationSeconds: number | null;
+}
+
+/** That the output is what it claims: JSON parses, media decodes (probeLocalFile). */
+async function checkDecodes(out: ToolOutput, media: MediaBinaries): Promise<OutputMeta> {
+  if (out.mimeType === 'application/json') {
+    try {
+      JSON.parse(await fs.readFile(out.path, 'utf8'));
+    } catch {
+      throw new ToolError('the tool produced invalid JSON');
+    }
+    return { width: null, height: null, durationSeconds: null };
+  }
+  // Loaded with the first media output (sharp, file-type, the ffprobe wrappers).
+  const { probeLocalFile } = await import('../media/probe.js');
+  const probe = await probeLocalFile(out.path, media);
+  if (!probe.decodable) throw new ToolError(`the tool produced an unreadable output (${probe.problem ?? 'does not decode'})`);
+  return { width: probe.width, height: probe.height, durationSeconds: probe.durationSeconds };
+}
+
 async function storeEach(
   outputs: ToolOutput[],
   opts: { teamId: string; runId: string; storage: Storage; media: MediaBinaries; maxBytes: number; signal?: AbortSignal },
@@ -74,26 +97,18 @@ async function storeEach(
     if (opts.signal?.aborted) throw opts.signal.reason;
     const { size } = await fs.stat(out.path);
     if (size > opts.maxBytes) throw new ToolError(`an output is ${size} bytes, over the ${opts.maxBytes}-byte limit`);
-    let meta = { width: null as number | null, height: null as number | null, durationSeconds: null as number | null };
-    if (out.mimeType === 'application/json') {
-      try {
-        JSON.parse(await fs.readFile(out.path, 'utf8'));
-      } catch {
-        throw new ToolError('the tool produced invalid JSON');
-      }
-    } else {
-      // Loaded with the first media output (sharp, file-type, the ffprobe wrappers).
-      const { probeLocalFile } = await import('../media/probe.js');
-      const probe = await probeLocalFile(out.path, opts.media);
-      if (!probe.decodable) throw new ToolError(`the tool produced an unreadable output (${probe.problem ?? 'does not decode'})`);
-      meta = { width: probe.width, height: probe.height, durationSeconds: probe.durationSeconds };
-    }
+    // The checksum is read while the probe (sharp's threads, ffprobe) works: one wait, not two.
+    const hashing = sha256File(out.path);
+    hashing.catch(() => undefined);
+    const meta = await checkDecodes(out, opts.media);
+    const sha256 = await hashing;
     const id = randomUUID();
     const storageKey = `outputs/${opts.teamId}/${opts.runId}/${id}`;
-    const sha256 = await sha256File(out.path);
     if (opts.signal?.aborted) throw opts.signal.reason;
     try {
-      await opts.storage.putFile(storageKey, out.path, out.mimeType);
+      // Moved, not copied, where storage is on the work directory's file system: the file is not
+      // read again here, and the checksum taken above is what the output check compares with.
+      await opts.storage.putFile(storageKey, out.path, out.mimeType, { move: true });
     } catch (err) {
       // A put that failed half-way may have left an object behind.
       await opts.storage.delete(storageKey).catch(() => undefined);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { Listener } from '../db/listen.js';
 import type { Db } from '../db/pool.js';
-import type { RunMetrics, RunOutcome } from '../metrics/metrics.js';
+import type { RunOutcome } from '../metrics/metrics.js';
 import { executeRun, type ExecutorDeps, type StopReason } from './executor.js';
 import { sweepOutputChecks } from './output-checks.js';
 import { RUN_COLUMNS, type RunRow } from './repository.js';
@@ -11,8 +11,6 @@ import { CANCEL_CHANNEL, failRun, RUNS_CHANNEL } from './transitions.js';
 export interface WorkerOptions extends ExecutorDeps {
   connectionString: string;
   concurrency: number;
-  /** Records how each execution ended and how long it took, when given. */
-  metrics?: RunMetrics;
 }
 
 interface Active {

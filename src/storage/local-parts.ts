@@ -1,37 +1,35 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { Readable } from 'node:stream';
+import { writeBody, type Written } from './part-stream.js';
 import { normalizeEtag, PartChangedError, type StoredPart } from './storage.js';
 
-// The parts of one local upload: one file per part number, named after it, holding the part's
-// bytes followed by their 16-byte MD5. Bytes and ETag are one file, so one rename(2) replaces both
-// at once: a PUT streams to a temporary file and renames it over the part's name. The replaced
-// version is gone at once (its bytes are freed when the last reader that opened it closes it),
-// concurrent PUTs of one part leave one file (the last rename wins) without any lock, and a
-// reader that has opened a part reads one whole version of it, whatever PUTs come after.
-//
-// Uploads begun before this layout hold, per part, a symlink named after the part number that
-// points at `N.<md5>.<size>.<nonce>.data`. They are still read, and a new PUT replaces them.
+// The part records of one local upload, one name per part number in its `parts` directory:
+// - in uploads begun since parts are written in place (local-slots.ts), a symlink whose target
+//   `slot.<md5>.<size>` says that the part's range of the upload's data file holds that version
+//   (the target names no file; the link is only its record);
+// - in uploads begun before, a file holding the part's bytes followed by their 16-byte MD5.
+//   Bytes and ETag are one file, so one rename(2) replaces both at once: a PUT streams to a
+//   temporary file and renames it over the part's name. The replaced version is gone at once
+//   (its bytes are freed when the last reader that opened it closes it), concurrent PUTs of one
+//   part leave one file (the last rename wins) without any lock, and a reader that has opened a
+//   part reads one whole version of it, whatever PUTs come after;
+// - in uploads older still, a symlink named after the part number that points at
+//   `N.<md5>.<size>.<nonce>.data`. They are still read, and a new PUT replaces them.
 
 const MD5_BYTES = 16;
 const LEGACY_TARGET = /^\d+\.([0-9a-f]{32})\.(\d+)\.[0-9a-f]+\.data$/;
+const SLOT_TARGET = /^slot\.([0-9a-f]{32})\.(\d+)$/;
 const CHUNK = 1024 * 1024;
 
-export class PartTooLargeError extends Error {
-  constructor(readonly limit: number) {
-    super(`part exceeds ${limit} bytes`);
-  }
-}
+export { PartTooLargeError } from './part-stream.js';
 
-/** One version of a part, opened: its first `size` bytes are the part; `etag` is bare hex. */
-interface OpenPart {
-  handle: FileHandle;
-  etag: string;
-  size: number;
-}
+/** One version of a part: in the data file's range (`slot`), or opened (its first `size` bytes). */
+export type PartVersion =
+  | { where: 'slot'; etag: string; size: number }
+  | { where: 'file'; handle: FileHandle; etag: string; size: number; legacyTarget: string | null };
 
 function errorCode(err: unknown): unknown {
   return (err as { code?: unknown }).code;
@@ -46,15 +44,25 @@ async function openOrNull(file: string): Promise<FileHandle | null> {
   }
 }
 
+export function partName(partsDir: string, partNumber: number): string {
+  return path.join(partsDir, String(partNumber));
+}
+
+export function tempName(partsDir: string, partNumber: number, suffix = 'tmp'): string {
+  return path.join(partsDir, `.${partNumber}.${randomBytes(6).toString('hex')}.${suffix}`);
+}
+
 /** The current version of part n, or null when there is none (or only a torn one). */
-async function openPart(partsDir: string, partNumber: number): Promise<OpenPart | null> {
-  const name = path.join(partsDir, String(partNumber));
-  const legacy = await fs.readlink(name).catch(() => null);
-  if (legacy !== null) {
-    const m = LEGACY_TARGET.exec(legacy);
+export async function openPart(partsDir: string, partNumber: number): Promise<PartVersion | null> {
+  const name = partName(partsDir, partNumber);
+  const link = await fs.readlink(name).catch(() => null);
+  if (link !== null) {
+    const slot = SLOT_TARGET.exec(link);
+    if (slot?.[1]) return { where: 'slot', etag: slot[1], size: Number(slot[2]) };
+    const m = LEGACY_TARGET.exec(link);
     // The target is never rewritten (its name is unique), so opening it by name is consistent.
-    const handle = m ? await openOrNull(path.join(partsDir, legacy)) : null;
-    return handle && m?.[1] ? { handle, etag: m[1], size: Number(m[2]) } : null;
+    const handle = m ? await openOrNull(path.join(partsDir, link)) : null;
+    return handle && m?.[1] ? { where: 'file', handle, etag: m[1], size: Number(m[2]), legacyTarget: link } : null;
   }
   const handle = await openOrNull(name);
   if (!handle) return null;
@@ -62,7 +70,7 @@ async function openPart(partsDir: string, partNumber: number): Promise<OpenPart 
     const { size } = await handle.stat();
     const md5 = Buffer.alloc(MD5_BYTES);
     const { bytesRead } = size >= MD5_BYTES ? await handle.read(md5, 0, MD5_BYTES, size - MD5_BYTES) : { bytesRead: 0 };
-    if (bytesRead === MD5_BYTES) return { handle, etag: md5.toString('hex'), size: size - MD5_BYTES };
+    if (bytesRead === MD5_BYTES) return { where: 'file', handle, etag: md5.toString('hex'), size: size - MD5_BYTES, legacyTarget: null };
   } catch (err) {
     await handle.close();
     throw err;
@@ -71,42 +79,77 @@ async function openPart(partsDir: string, partNumber: number): Promise<OpenPart 
   return null;
 }
 
+export async function closePart(part: PartVersion | null): Promise<void> {
+  if (part?.where === 'file') await part.handle.close();
+}
+
 /**
- * Streams one part to disk (never buffering it whole) and returns its bare hex MD5. A part over
- * maxBytes is cut off there; a refused or failed part leaves nothing behind.
+ * Streams a part's body into a new temporary file in partsDir, hashing as it writes; with
+ * `trailer`, the MD5 follows the bytes (the per-part file layout). The file is removed if
+ * anything fails; on success the caller owns it.
  */
-export async function writePartFile(partsDir: string, partNumber: number, body: Readable, maxBytes: number): Promise<string> {
-  const tmp = path.join(partsDir, `.${partNumber}.${randomBytes(6).toString('hex')}.tmp`);
-  const md5 = createHash('md5');
-  // Set by the stream once the whole body has passed (closures defeat narrowing of a plain let).
-  const done = { hex: '' };
-  let size = 0;
+export async function writeTempPart(partsDir: string, partNumber: number, body: AsyncIterable<Buffer>, maxBytes: number, trailer: boolean): Promise<Written & { file: string }> {
+  const file = tempName(partsDir, partNumber);
   try {
-    await pipeline(
-      body,
-      async function* (source: AsyncIterable<Buffer>) {
-        for await (const chunk of source) {
-          size += chunk.length;
-          if (size > maxBytes) throw new PartTooLargeError(maxBytes);
-          md5.update(chunk);
-          yield chunk;
-        }
-        const digest = md5.digest();
-        done.hex = digest.toString('hex');
-        yield digest;
-      },
-      createWriteStream(tmp, { flags: 'wx', highWaterMark: CHUNK }),
-    );
-    if (!done.hex) throw new Error('part digest missing after the body ended');
-    const name = path.join(partsDir, String(partNumber));
-    const legacy = await fs.readlink(name).catch(() => null);
-    await fs.rename(tmp, name);
-    if (legacy !== null && LEGACY_TARGET.test(legacy)) await fs.rm(path.join(partsDir, legacy), { force: true });
-    return done.hex;
+    const handle = await fs.open(file, 'wx');
+    try {
+      const written = await writeBody(body, handle, 0, maxBytes);
+      if (trailer) await handle.write(Buffer.from(written.md5, 'hex'), 0, MD5_BYTES, written.size);
+      return { ...written, file };
+    } finally {
+      await handle.close();
+    }
   } catch (err) {
-    await fs.rm(tmp, { force: true });
+    await fs.rm(file, { force: true });
     throw err;
   }
+}
+
+/**
+ * Replaces part n's record with `replacement` (a file or a symlink) by rename(2), then deletes
+ * the bytes of a legacy version it replaced.
+ */
+export async function replaceRecord(partsDir: string, partNumber: number, replacement: string): Promise<void> {
+  const name = partName(partsDir, partNumber);
+  const legacy = await fs.readlink(name).catch(() => null);
+  await fs.rename(replacement, name);
+  if (legacy !== null && LEGACY_TARGET.test(legacy)) await fs.rm(path.join(partsDir, legacy), { force: true });
+}
+
+/** Removes part n's record (and a legacy version's bytes): the part then has no version. */
+export async function withdrawRecord(partsDir: string, partNumber: number): Promise<void> {
+  const name = partName(partsDir, partNumber);
+  const legacy = await fs.readlink(name).catch(() => null);
+  await fs.rm(name, { force: true });
+  if (legacy !== null && LEGACY_TARGET.test(legacy)) await fs.rm(path.join(partsDir, legacy), { force: true });
+}
+
+/** Records that part n's range of the data file holds the version with this MD5 and size. */
+export async function recordSlot(partsDir: string, partNumber: number, written: Written): Promise<void> {
+  const link = tempName(partsDir, partNumber, 'link');
+  await fs.symlink(`slot.${written.md5}.${written.size}`, link);
+  try {
+    await replaceRecord(partsDir, partNumber, link);
+  } catch (err) {
+    await fs.rm(link, { force: true });
+    throw err;
+  }
+}
+
+/**
+ * Streams one part to its own file in the per-part layout (never buffering it whole) and returns
+ * its bare hex MD5. A part over maxBytes is cut off there; a refused or failed part leaves nothing
+ * behind.
+ */
+export async function writePartFile(partsDir: string, partNumber: number, body: AsyncIterable<Buffer>, maxBytes: number): Promise<string> {
+  const written = await writeTempPart(partsDir, partNumber, body, maxBytes, true);
+  try {
+    await replaceRecord(partsDir, partNumber, written.file);
+  } catch (err) {
+    await fs.rm(written.file, { force: true });
+    throw err;
+  }
+  return written.md5;
 }
 
 /** Every part stored so far (one version each), by part number. */
@@ -116,16 +159,17 @@ export async function listPartFiles(partsDir: string): Promise<StoredPart[]> {
     if (!/^\d+$/.test(name)) continue;
     const part = await openPart(partsDir, Number(name));
     if (!part) continue;
-    await part.handle.close();
+    await closePart(part);
     parts.push({ partNumber: Number(name), etag: `"${part.etag}"`, size: part.size });
   }
   return parts.sort((a, b) => a.partNumber - b.partNumber);
 }
 
 /**
- * Writes the parts, in order, to `dest`. Each part is opened, checked against the ETag it was
- * listed with and read through that one handle, so a PUT replacing it meanwhile cannot mix its
- * bytes in: the part is either read whole as checked, or PartChangedError is thrown.
+ * Writes the parts of a per-part-file upload, in order, to `dest`. Each part is opened, checked
+ * against the ETag it was listed with and read through that one handle, so a PUT replacing it
+ * meanwhile cannot mix its bytes in: the part is either read whole as checked, or
+ * PartChangedError is thrown.
  */
 export async function assembleParts(partsDir: string, parts: { partNumber: number; etag: string }[], dest: string): Promise<void> {
   const ordered = [...parts].sort((a, b) => a.partNumber - b.partNumber);
@@ -134,8 +178,8 @@ export async function assembleParts(partsDir: string, parts: { partNumber: numbe
     async function* () {
       for (const part of ordered) {
         const open = await openPart(partsDir, part.partNumber);
-        if (!open || open.etag !== normalizeEtag(part.etag)) {
-          await open?.handle.close();
+        if (!open || open.where !== 'file' || open.etag !== normalizeEtag(part.etag)) {
+          await closePart(open);
           throw new PartChangedError(part.partNumber);
         }
         if (open.size === 0) {
@@ -147,4 +191,16 @@ export async function assembleParts(partsDir: string, parts: { partNumber: numbe
     },
     createWriteStream(dest, { highWaterMark: CHUNK }),
   );
+}
+
+/** Copies `size` bytes from the start of `from` into `to` at `position`, in 8 MiB reads. */
+export async function copyRange(from: FileHandle, to: FileHandle, size: number, position: number): Promise<void> {
+  const buf = Buffer.allocUnsafe(Math.min(size, 8 * CHUNK));
+  for (let done = 0; done < size; ) {
+    const { bytesRead } = await from.read(buf, 0, Math.min(buf.length, size - done), done);
+    if (bytesRead === 0) throw new Error('a part ended before its recorded size');
+    let off = 0;
+    while (off < bytesRead) off += (await to.write(buf, off, bytesRead - off, position + done + off)).bytesWritten;
+    done += bytesRead;
+  }
 }

@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import type { HttpTimeoutsConfig } from '../config/config.js';
 import { ApiError, envelope } from '../http/errors.js';
-import { boundedBody } from '../http/limits.js';
+import { boundedChunks } from '../http/limits.js';
 import { count } from '../http/wording.js';
 import { LocalStorage, UploadNotFoundError } from './local.js';
 import { PartTooLargeError } from './local-parts.js';
@@ -61,7 +61,7 @@ export function localStorageRoutes(storage: LocalStorage, timeouts: HttpTimeouts
           const limit = await storage.partLimit(request.params.uploadId, partNumber);
           const declared = Number(request.headers['content-length']);
           if (Number.isFinite(declared) && declared > limit) return refuse(request, reply, partTooLarge(partNumber, limit));
-          const body = boundedBody(request.raw, { totalMs: timeouts.partMs - reply.elapsedTime, idleMs: timeouts.requestMs });
+          const body = boundedChunks(request.raw, { totalMs: timeouts.partMs - reply.elapsedTime, idleMs: timeouts.requestMs });
           const etag = await storage.writePart(request.params.uploadId, partNumber, body);
           return reply.status(200).header('ETag', etag).header('X-Request-Id', request.id).send();
         } catch (err) {

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import { assembleParts, listPartFiles, writePartFile } from './local-parts.js';
+import { completeSlots, createSlotUpload, writeSlotPart } from './local-slots.js';
 import { UrlSigner } from './signing.js';
 import type { LocalCopy, Storage, StoredPart } from './storage.js';
 
@@ -12,14 +12,27 @@ interface UploadMeta {
   partSizeBytes: number;
   /** The declared file size (absent in uploads begun before it was recorded). */
   sizeBytes?: number;
+  /** 'slots': parts are written in place in the upload's data file (local-slots.ts); else one file per part. */
+  layout?: 'slots';
 }
 
 export class UploadNotFoundError extends Error {}
 
 /**
- * Files on local disk under the data directory. An upload is a directory holding its metadata and
- * one file per part (see local-parts.ts: the last PUT of a part wins, and replaces the previous
- * one at once); completion concatenates the parts into the object.
+ * The most bytes part n may hold: the part size, and no more than the declared file size leaves
+ * for it (the last part is the remainder; a part past the end may hold nothing).
+ */
+function limitOf(meta: UploadMeta, partNumber: number): number {
+  if (meta.sizeBytes === undefined) return meta.partSizeBytes;
+  return Math.max(0, Math.min(meta.partSizeBytes, meta.sizeBytes - (partNumber - 1) * meta.partSizeBytes));
+}
+
+/**
+ * Files on local disk under the data directory. An upload is a directory holding its metadata,
+ * the object to be, into which each part PUT writes its bytes at the part's offset, and a record
+ * per part (see local-slots.ts: the last PUT of a part wins, and replaces the previous one at
+ * once); completion checks the records and renames the file into place. Uploads begun before
+ * (one file per part, local-parts.ts) are still completed, by concatenating their parts.
  */
 export class LocalStorage implements Storage {
   readonly kind = 'local' as const;
@@ -51,7 +64,10 @@ export class LocalStorage implements Storage {
     const uploadId = randomBytes(16).toString('hex');
     const dir = this.uploadDir(uploadId);
     await fs.mkdir(path.join(dir, 'parts'), { recursive: true });
-    const meta: UploadMeta = { key, contentType, partSizeBytes, ...(sizeBytes === undefined ? {} : { sizeBytes }) };
+    // Parts can be placed at their offsets only when every part's bound is known.
+    const layout = sizeBytes === undefined ? {} : { sizeBytes, layout: 'slots' as const };
+    if (layout.layout) await createSlotUpload(dir);
+    const meta: UploadMeta = { key, contentType, partSizeBytes, ...layout };
     await fs.writeFile(path.join(dir, 'meta.json'), JSON.stringify(meta));
     return uploadId;
   }
@@ -69,14 +85,9 @@ export class LocalStorage implements Storage {
     }
   }
 
-  /**
-   * The most bytes part n may hold: the part size, and no more than the declared file size leaves
-   * for it (the last part is the remainder; a part past the end may hold nothing).
-   */
+  /** The most bytes part n may hold (limitOf). */
   async partLimit(uploadId: string, partNumber: number): Promise<number> {
-    const meta = await this.uploadMeta(uploadId);
-    if (meta.sizeBytes === undefined) return meta.partSizeBytes;
-    return Math.max(0, Math.min(meta.partSizeBytes, meta.sizeBytes - (partNumber - 1) * meta.partSizeBytes));
+    return limitOf(await this.uploadMeta(uploadId), partNumber);
   }
 
   /**
@@ -84,10 +95,16 @@ export class LocalStorage implements Storage {
    * version, whose bytes are deleted at once. A part may not be larger than partLimit(); a refused
    * or failed part leaves nothing behind.
    */
-  async writePart(uploadId: string, partNumber: number, body: Readable): Promise<string> {
-    const maxBytes = await this.partLimit(uploadId, partNumber);
+  async writePart(uploadId: string, partNumber: number, body: AsyncIterable<Buffer>): Promise<string> {
+    const meta = await this.uploadMeta(uploadId);
+    const maxBytes = limitOf(meta, partNumber);
+    const dir = this.uploadDir(uploadId);
     try {
-      return `"${await writePartFile(path.join(this.uploadDir(uploadId), 'parts'), partNumber, body, maxBytes)}"`;
+      const md5 =
+        meta.layout === 'slots'
+          ? await writeSlotPart(dir, partNumber, (partNumber - 1) * meta.partSizeBytes, body, maxBytes)
+          : await writePartFile(path.join(dir, 'parts'), partNumber, body, maxBytes);
+      return `"${md5}"`;
     } catch (err) {
       // The upload was completed or expired while the part was arriving: its directory is gone.
       if ((err as { code?: unknown }).code === 'ENOENT') throw new UploadNotFoundError(uploadId);
@@ -105,9 +122,15 @@ export class LocalStorage implements Storage {
   }
 
   async completeUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void> {
+    const meta = await this.uploadMeta(uploadId);
     const partsDir = path.join(this.uploadDir(uploadId), 'parts');
     const target = this.objectPath(key);
     await fs.mkdir(path.dirname(target), { recursive: true });
+    if (meta.layout === 'slots') {
+      await completeSlots(this.uploadDir(uploadId), meta.partSizeBytes, parts, target);
+      await this.removeUpload(uploadId);
+      return;
+    }
     const tmp = `${target}.${randomBytes(6).toString('hex')}.tmp`;
     try {
       await assembleParts(partsDir, parts, tmp);
@@ -156,9 +179,19 @@ export class LocalStorage implements Storage {
     return this.objectPath(key);
   }
 
-  async putFile(key: string, filePath: string): Promise<void> {
+  async putFile(key: string, filePath: string, _contentType: string, opts: { move?: boolean } = {}): Promise<void> {
     const target = this.objectPath(key);
     await fs.mkdir(path.dirname(target), { recursive: true });
+    if (opts.move) {
+      try {
+        // The object appears whole or not at all, and no byte is copied.
+        await fs.rename(filePath, target);
+        return;
+      } catch (err) {
+        // Work files on another file system (a tmpfs /tmp): copied below, as without move.
+        if ((err as { code?: unknown }).code !== 'EXDEV') throw err;
+      }
+    }
     const tmp = `${target}.${randomBytes(6).toString('hex')}.tmp`;
     try {
       await fs.copyFile(filePath, tmp);

@@ -187,7 +187,8 @@ export class S3Storage implements Storage {
     return getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.opts.bucket, Key: this.k(key) }), { expiresIn: 600 });
   }
 
-  async putFile(key: string, filePath: string, contentType: string): Promise<void> {
+  /** `move` changes nothing here: the file is uploaded, and the caller deletes it as always. */
+  async putFile(key: string, filePath: string, contentType: string, _opts?: { move?: boolean }): Promise<void> {
     const { size } = await fs.stat(filePath);
     // The SDK never retries a request whose body is a stream (it cannot rewind it), so a passing
     // 500 or 503 SlowDown, which S3 asks clients to retry, would fail the whole run. A fresh

@@ -35,7 +35,11 @@ export interface Storage {
   localCopy(key: string): Promise<LocalCopy>;
   /** A URL the probe (ffprobe) may read the object from: a local path or a presigned GET. */
   probeSource(key: string): Promise<string>;
-  putFile(key: string, filePath: string, contentType: string): Promise<void>;
+  /**
+   * Stores the file's bytes under key. With `move` the caller gives the file up: a backend on the
+   * same file system takes it by rename(2) instead of copying it (the path is gone afterwards).
+   */
+  putFile(key: string, filePath: string, contentType: string, opts?: { move?: boolean }): Promise<void>;
   size(key: string): Promise<number | null>;
   delete(key: string): Promise<void>;
 }
