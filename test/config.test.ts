@@ -69,7 +69,7 @@ describe('configuration', () => {
       endpoint: 'http://127.0.0.1:9000',
       forcePathStyle: true,
     });
-    assert.deepEqual(loadConfig({}, '/srv/app').storage, { kind: 'local', root: '/srv/app/data/storage' });
+    assert.deepEqual(loadConfig({}, '/srv/app').storage, { kind: 'local', root: '/srv/app/data/storage', partLockWaitMs: 150_000 });
     assert.equal(loadConfig({}, '/srv/app').files.maxFileBytes, 5 * 1024 ** 3);
     assert.equal(loadConfig({}, '/srv/app').files.partSizeBytes, 8 * 1024 ** 2);
   });

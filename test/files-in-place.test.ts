@@ -134,6 +134,44 @@ describe('local uploads written in place', () => {
     assert.ok(fs.readFileSync(objectPath(upload)).equals(bytes));
   });
 
+  test('a part another PUT keeps holding past the wait: the replacing PUT and the completion answer 409 part_in_progress, and the upload stays usable', async () => {
+    const short = await startTestServer({ database: s.database, env: { TOOLRUN_PART_SIZE_BYTES: String(PART), TOOLRUN_PART_LOCK_WAIT_MS: '1500' } });
+    try {
+      const res = await callApi(short.url, team.key, 'POST', '/v1/files/upload-url', { file_name: 'x.bin', mime_type: 'application/octet-stream', size_bytes: PART });
+      assert.equal(res.status, 201, await res.clone().text());
+      const upload = (await res.json()) as Upload;
+      const first = randomBytes(PART);
+      await putPart(upload, first, 1);
+      // A live writer (another process, say) holds the part and keeps renewing its lock.
+      const dir = path.join(short.config.dataDir, 'storage', 'uploads', upload.upload_id, 'parts');
+      const held = path.join(dir, `.1.lock.${Date.now() + 3_600_000}.00cc00cc00cc00cc`);
+      fs.writeFileSync(held, '');
+      const again = partialPut(upload, 1, PART, randomBytes(PART));
+      const refused = await again.answer;
+      assert.equal(refused.status, 409, refused.body);
+      const error = (JSON.parse(refused.body) as ErrorBody).error;
+      assert.equal(error.code, 'part_in_progress');
+      assert.deepEqual(error.details, { part_numbers: [1] });
+      const completing = await callApi(short.url, team.key, 'POST', `/v1/files/${upload.file_id}/complete`, {
+        upload_id: upload.upload_id,
+        parts: [{ part_number: 1, etag: md5Etag(first) }],
+      });
+      assert.equal(completing.status, 409, await completing.clone().text());
+      assert.equal(((await completing.json()) as ErrorBody).error.code, 'part_in_progress');
+      // The writer lets go: the part is the first PUT's, and the upload completes with it.
+      fs.rmSync(held);
+      const done = await callApi(short.url, team.key, 'POST', `/v1/files/${upload.file_id}/complete`, {
+        upload_id: upload.upload_id,
+        parts: [{ part_number: 1, etag: md5Etag(first) }],
+      });
+      assert.equal(done.status, 200, await done.clone().text());
+      const object = path.join(short.config.dataDir, 'storage', 'objects', 'files', team.teamId, upload.file_id);
+      assert.ok(fs.readFileSync(object).equals(first));
+    } finally {
+      await short.close();
+    }
+  });
+
   test('an upload begun with one file per part (before this layout) takes PUTs the old way and completes', async () => {
     const size = 3 * PART;
     const bytes = randomBytes(size);

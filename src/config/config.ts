@@ -82,7 +82,12 @@ export interface RunsConfig {
 }
 
 export type StorageConfig =
-  | { kind: 'local'; root: string }
+  | {
+      kind: 'local';
+      root: string;
+      /** How long a replacing part PUT or a completion waits for another PUT of the same part (then 409 part_in_progress). */
+      partLockWaitMs: number;
+    }
   | {
       kind: 's3';
       bucket: string;
@@ -136,8 +141,10 @@ const MIB = 1024 ** 2;
 
 function storageConfig(env: Env, dataDir: string): StorageConfig {
   const raw = str(env, 'TOOLRUN_STORAGE', '');
-  if (raw === '' || raw === 'local') return { kind: 'local', root: path.join(dataDir, 'storage') };
-  if (raw.startsWith('file://')) return { kind: 'local', root: path.resolve(raw.slice('file://'.length)) };
+  // Past a dead holder's lock expiry (2 minutes), so only a PUT still being written holds it longer.
+  const partLockWaitMs = int(env, 'TOOLRUN_PART_LOCK_WAIT_MS', 150_000, 1_000, 3_600_000);
+  if (raw === '' || raw === 'local') return { kind: 'local', root: path.join(dataDir, 'storage'), partLockWaitMs };
+  if (raw.startsWith('file://')) return { kind: 'local', root: path.resolve(raw.slice('file://'.length)), partLockWaitMs };
   const m = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(raw);
   if (!m || !m[1]) {
     throw new ConfigError('TOOLRUN_STORAGE', `must be "local", file:///path or s3://bucket/prefix, got "${raw}"`);

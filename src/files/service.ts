@@ -4,7 +4,7 @@ import type { Db } from '../db/pool.js';
 import { ApiError, invalidRequest, type FieldError } from '../http/errors.js';
 import { atItem, count } from '../http/wording.js';
 import type { MediaBinaries } from '../media/binaries.js';
-import { normalizeEtag, PartChangedError, type Storage, type StoredPart } from '../storage/storage.js';
+import { LockTimeoutError, normalizeEtag, PartChangedError, partInProgress, type Storage, type StoredPart } from '../storage/storage.js';
 import { insertFile, lockTeamFile, markExpired, recordProbe, type FileRow } from './repository.js';
 import type { CompleteBody, FileResource, FileUpload, UploadUrlBody } from './schemas.js';
 
@@ -153,6 +153,7 @@ export async function completeUpload(deps: FilesDeps, teamId: string, fileId: st
           body.parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })),
         );
       } catch (err) {
+        if (err instanceof LockTimeoutError) throw partInProgress(err, 'complete');
         if (err instanceof PartChangedError) {
           const i = body.parts.findIndex((p) => p.part_number === err.partNumber);
           throw invalidRequest([

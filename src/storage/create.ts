@@ -22,5 +22,5 @@ export async function loadUrlSigningKey(db: Queryable): Promise<Buffer> {
 export async function createStorage(config: Config, db: Queryable): Promise<Storage> {
   // Loaded only for S3 deployments: the AWS SDK costs about 8 MiB of memory in every process.
   if (config.storage.kind === 's3') return new (await import('./s3.js')).S3Storage(config.storage);
-  return new LocalStorage(config.storage.root, config.publicBaseUrl, new UrlSigner(await loadUrlSigningKey(db)));
+  return new LocalStorage(config.storage.root, config.publicBaseUrl, new UrlSigner(await loadUrlSigningKey(db)), config.storage.partLockWaitMs);
 }

@@ -7,6 +7,7 @@ import { boundedChunks } from '../http/limits.js';
 import { count } from '../http/wording.js';
 import { LocalStorage, UploadNotFoundError } from './local.js';
 import { PartTooLargeError } from './local-parts.js';
+import { LockTimeoutError, partInProgress } from './storage.js';
 
 function refuse(request: FastifyRequest, reply: FastifyReply, err: ApiError): FastifyReply {
   return reply.status(err.status).header('X-Request-Id', request.id).send(envelope(err, request.id));
@@ -69,6 +70,7 @@ export function localStorageRoutes(storage: LocalStorage, timeouts: HttpTimeouts
             return refuse(request, reply, new ApiError('upload_not_found', 'This upload is completed, expired or unknown.'));
           }
           if (err instanceof PartTooLargeError) return refuse(request, reply, partTooLarge(partNumber, err.limit));
+          if (err instanceof LockTimeoutError) return refuse(request, reply, partInProgress(err, 'put'));
           if (err instanceof ApiError) return refuse(request, reply, err);
           throw err;
         }

@@ -21,8 +21,8 @@ import { normalizeEtag, PartChangedError } from './storage.js';
 // - Completion locks every part, checks each record against the ETag it was given, and renames
 //   `data` to the object; no writer is in any range meanwhile, and none can open `data` after.
 
-/** How long completion and a replacing PUT wait for a part's lock: past a dead holder's expiry. */
-const LOCK_WAIT_MS = LOCK_TTL_MS + 30_000;
+/** How long completion and a replacing PUT wait for a part's lock by default: past a dead holder's expiry. */
+export const LOCK_WAIT_MS = LOCK_TTL_MS + 30_000;
 
 export function dataFile(uploadDir: string): string {
   return path.join(uploadDir, 'data');
@@ -33,7 +33,14 @@ export async function createSlotUpload(uploadDir: string): Promise<void> {
 }
 
 /** Writes a part PUT into the upload's data file; returns its bare hex MD5. */
-export async function writeSlotPart(uploadDir: string, partNumber: number, offset: number, body: AsyncIterable<Buffer>, maxBytes: number): Promise<string> {
+export async function writeSlotPart(
+  uploadDir: string,
+  partNumber: number,
+  offset: number,
+  body: AsyncIterable<Buffer>,
+  maxBytes: number,
+  lockWaitMs = LOCK_WAIT_MS,
+): Promise<string> {
   const partsDir = path.join(uploadDir, 'parts');
   const recorded = () => fs.readlink(partName(partsDir, partNumber)).then(() => true, (err: { code?: string }) => err.code !== 'ENOENT');
   if (!(await recorded())) {
@@ -59,7 +66,7 @@ export async function writeSlotPart(uploadDir: string, partNumber: number, offse
   }
   const temp = await writeTempPart(partsDir, partNumber, body, maxBytes, false);
   try {
-    const lock = await waitForLocks(partsDir, [partNumber], Date.now() + LOCK_WAIT_MS);
+    const lock = await waitForLocks(partsDir, [partNumber], Date.now() + lockWaitMs);
     try {
       // Withdrawn first: should this copy stop half-way, the range is left with no record, never
       // with the old one over changed bytes.
@@ -85,10 +92,16 @@ export async function writeSlotPart(uploadDir: string, partNumber: number, offse
  * its own file, from an upload begun before, is copied into its range first). Throws
  * PartChangedError, leaving the upload as it was, when a part is no longer the version listed.
  */
-export async function completeSlots(uploadDir: string, partSizeBytes: number, parts: { partNumber: number; etag: string }[], dest: string): Promise<void> {
+export async function completeSlots(
+  uploadDir: string,
+  partSizeBytes: number,
+  parts: { partNumber: number; etag: string }[],
+  dest: string,
+  lockWaitMs = LOCK_WAIT_MS,
+): Promise<void> {
   const partsDir = path.join(uploadDir, 'parts');
   const ordered = [...parts].sort((a, b) => a.partNumber - b.partNumber);
-  const lock = await waitForLocks(partsDir, ordered.map((p) => p.partNumber), Date.now() + LOCK_WAIT_MS);
+  const lock = await waitForLocks(partsDir, ordered.map((p) => p.partNumber), Date.now() + lockWaitMs);
   try {
     const data = await fs.open(dataFile(uploadDir), 'r+');
     let total = 0;

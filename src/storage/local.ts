@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { assembleParts, listPartFiles, writePartFile } from './local-parts.js';
-import { completeSlots, createSlotUpload, writeSlotPart } from './local-slots.js';
+import { completeSlots, createSlotUpload, LOCK_WAIT_MS, writeSlotPart } from './local-slots.js';
 import { UrlSigner } from './signing.js';
 import type { LocalCopy, Storage, StoredPart } from './storage.js';
 
@@ -43,6 +43,8 @@ export class LocalStorage implements Storage {
     root: string,
     private readonly publicBaseUrl: string,
     readonly signer: UrlSigner,
+    /** How long a replacing part PUT or a completion waits for another PUT of the same part. */
+    private readonly lockWaitMs = LOCK_WAIT_MS,
   ) {
     this.objects = path.join(root, 'objects');
     this.uploads = path.join(root, 'uploads');
@@ -102,7 +104,7 @@ export class LocalStorage implements Storage {
     try {
       const md5 =
         meta.layout === 'slots'
-          ? await writeSlotPart(dir, partNumber, (partNumber - 1) * meta.partSizeBytes, body, maxBytes)
+          ? await writeSlotPart(dir, partNumber, (partNumber - 1) * meta.partSizeBytes, body, maxBytes, this.lockWaitMs)
           : await writePartFile(path.join(dir, 'parts'), partNumber, body, maxBytes);
       return `"${md5}"`;
     } catch (err) {
@@ -127,7 +129,7 @@ export class LocalStorage implements Storage {
     const target = this.objectPath(key);
     await fs.mkdir(path.dirname(target), { recursive: true });
     if (meta.layout === 'slots') {
-      await completeSlots(this.uploadDir(uploadId), meta.partSizeBytes, parts, target);
+      await completeSlots(this.uploadDir(uploadId), meta.partSizeBytes, parts, target, this.lockWaitMs);
       await this.removeUpload(uploadId);
       return;
     }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { LockTimeoutError } from './storage.js';
 
 // Who may write part n's range of an upload's data file: one holder at a time, across processes
 // and machines sharing the directory (TOOLRUN_STORAGE=file://, NFS included), with no daemon.
@@ -14,12 +15,6 @@ const LOCK = /^\.(\d+)\.lock\.(\d+)\.[0-9a-f]+$/;
 /** A lock counts for this long after it was taken or last renewed. */
 export const LOCK_TTL_MS = 120_000;
 const RENEW_AFTER_MS = LOCK_TTL_MS / 4;
-
-export class LockTimeoutError extends Error {
-  constructor(readonly partNumbers: number[]) {
-    super(`part ${partNumbers.join(', ')} stayed locked`);
-  }
-}
 
 export interface PartLocks {
   /** Keeps the locks counting while held for long (a part still arriving). */

@@ -1,3 +1,5 @@
+import { ApiError } from '../http/errors.js';
+
 /** One stored part of a multipart upload. `etag` is the quoted hex MD5, as S3 gives it. */
 export interface StoredPart {
   partNumber: number;
@@ -53,6 +55,27 @@ export function normalizeEtag(etag: string): string {
  * A part was PUT again after completion had checked it, so what storage holds no longer has the
  * ETag completion was given. Nothing was assembled; completing with the new ETag works.
  */
+export class LockTimeoutError extends Error {
+  constructor(readonly partNumbers: number[]) {
+    super(`part ${partNumbers.join(', ')} stayed locked`);
+  }
+}
+
+/**
+ * What a client is told when a part's lock outlived the wait: another PUT of it was still being
+ * written (a live writer keeps its lock; a dead one's expires within the wait).
+ */
+export function partInProgress(err: LockTimeoutError, doing: 'put' | 'complete'): ApiError {
+  const parts = err.partNumbers.join(', ');
+  return new ApiError(
+    'part_in_progress',
+    doing === 'put'
+      ? `Another PUT of part ${parts} is still being written; retry once it has finished.`
+      : `Part ${parts} is still being written by another PUT; complete the upload once every part PUT has finished.`,
+    { details: { part_numbers: err.partNumbers } },
+  );
+}
+
 export class PartChangedError extends Error {
   constructor(readonly partNumber: number) {
     super(`part ${partNumber} changed during completion`);
