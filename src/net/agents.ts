@@ -54,7 +54,8 @@ export class AgentPool {
     if (this.closed) return false;
     const tls = url.protocol === 'https:';
     const port = url.port || (tls ? '443' : '80');
-    const key = JSON.stringify([url.protocol, url.hostname.toLowerCase(), port, address.address, address.family]);
+    // Host names cannot hold a space; the address and family are the vetted ones.
+    const key = `${url.protocol} ${url.hostname.toLowerCase()} ${port} ${address.address} ${address.family}`;
     const now = Date.now();
     let agent = this.agents.get(key);
     if (agent) this.agents.delete(key);

@@ -91,7 +91,8 @@ const timedOut = (ms: number) => new OutboundError('timeout', `no complete answe
 /** Resolves the host and vets every address; returns the one to connect to (IPv4 first). */
 export async function vetHost(hostname: string, opts: VetOptions): Promise<ResolvedAddress> {
   const bare = hostname.replace(/^\[|\]$/g, '');
-  const refused = new OutboundError('url_not_public', `the host ${bare} does not resolve to a public address`);
+  // Made only on refusal: an Error captures a stack, and most hosts pass.
+  const refused = (detail: string) => new OutboundError('url_not_public', `the host ${bare} does not resolve to a public address`, detail);
   const outcome = await resolveHost(bare, opts.signal, opts.resolver);
   switch (outcome.kind) {
     case 'aborted':
@@ -99,7 +100,7 @@ export async function vetHost(hostname: string, opts: VetOptions): Promise<Resol
     case 'timeout':
       throw new OutboundError('timeout', `the host ${bare} did not resolve in time`);
     case 'none':
-      throw new OutboundError(refused.code, refused.message, `the host ${bare} does not resolve (A: ${outcome.codes[0]}, AAAA: ${outcome.codes[1]})`);
+      throw refused(`the host ${bare} does not resolve (A: ${outcome.codes[0]}, AAAA: ${outcome.codes[1]})`);
     case 'addresses':
       break;
   }
@@ -108,11 +109,7 @@ export async function vetHost(hostname: string, opts: VetOptions): Promise<Resol
   // Every answer must be public: otherwise a name could mix a public and an internal address.
   const internal = opts.allowPrivate ? [] : addresses.filter((a) => !allowed(a.address));
   if (internal.length) {
-    throw new OutboundError(
-      refused.code,
-      refused.message,
-      `the host ${bare} resolves to ${internal.map((a) => a.address).join(', ')}: private, loopback or reserved`,
-    );
+    throw refused(`the host ${bare} resolves to ${internal.map((a) => a.address).join(', ')}: private, loopback or reserved`);
   }
   return addresses[0]!;
 }
@@ -236,9 +233,36 @@ function once(url: URL, address: ResolvedAddress, opts: OutboundOptions, signal:
  * is sent once more on a new connection.
  */
 export async function outboundRequest(rawUrl: string, opts: OutboundOptions): Promise<OutboundResponse> {
-  const deadline = AbortSignal.timeout(opts.timeoutMs);
-  const signal = opts.signal ? AbortSignal.any([deadline, opts.signal]) : deadline;
-  let url = parseOutboundUrl(rawUrl, opts.httpsOnly ?? false);
+  const { signal, end } = deadline(opts.timeoutMs, opts.signal);
+  try {
+    return await follow(parseOutboundUrl(rawUrl, opts.httpsOnly ?? false), opts, signal);
+  } finally {
+    end();
+  }
+}
+
+/**
+ * One signal for the request's deadline and the caller's signal: a timer and a listener that
+ * `end` removes (cheaper per request than AbortSignal.timeout joined by AbortSignal.any).
+ */
+function deadline(timeoutMs: number, outer: AbortSignal | undefined): { signal: AbortSignal; end: () => void } {
+  const controller = new AbortController();
+  const abort = () => controller.abort();
+  // Like AbortSignal.timeout's: the request's socket, not this timer, keeps the process alive.
+  const timer = setTimeout(abort, timeoutMs).unref();
+  if (outer?.aborted) abort();
+  else outer?.addEventListener('abort', abort, { once: true });
+  return {
+    signal: controller.signal,
+    end: () => {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', abort);
+    },
+  };
+}
+
+async function follow(first: URL, opts: OutboundOptions, signal: AbortSignal): Promise<OutboundResponse> {
+  let url = first;
   for (let hop = 0; ; hop++) {
     const address = await vetHost(url.hostname, { ...opts, signal });
     if (signal.aborted) throw timedOut(opts.timeoutMs);

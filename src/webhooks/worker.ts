@@ -17,6 +17,9 @@ export const WEBHOOKS_CHANNEL = 'toolrun_webhooks';
  */
 export const WEBHOOK_IDLE_MS = 4000;
 
+/** The longest a finished attempt waits for others still being sent, to be settled with them. */
+const GATHER_MAX_MS = 20;
+
 /**
  * The event body: the same bytes on every attempt (the event row is immutable and jsonb reads
  * back in a fixed key order).
@@ -60,6 +63,8 @@ export class WebhookWorker {
   /** Look for due deliveries at the next tick even with nothing to settle. */
   private wanted = false;
   private ticking: Promise<void> | null = null;
+  private gathering: NodeJS.Timeout | null = null;
+  private lastTickMs = 0;
   private poll: NodeJS.Timeout | null = null;
   private readonly abort = new AbortController();
   /** Keep-alive connections to endpoints, per host, port and vetted address; closed on stop. */
@@ -103,10 +108,31 @@ export class WebhookWorker {
     this.kick();
   }
 
+  /** Starts a tick if there is something to do and none is running (it kicks again when done). */
   private kick(): void {
-    this.ticking ??= this.tick().finally(() => {
+    if (this.ticking) return;
+    const waiting = this.finished.length;
+    const looking = this.wanted && !this.stopping;
+    if (!waiting && !looking) return;
+    // A tick refills many slots at once, so attempts finish in waves. Settling the first of a
+    // wave alone would hold the rest a round trip behind it, and the next wave behind them: the
+    // first waits instead for the others being sent, at most about as long as a tick takes.
+    if (!looking && !this.stopping && waiting < this.held) {
+      this.gathering ??= setTimeout(() => this.startTick(), Math.min(this.lastTickMs, GATHER_MAX_MS));
+      return;
+    }
+    this.startTick();
+  }
+
+  private startTick(): void {
+    if (this.gathering) clearTimeout(this.gathering);
+    this.gathering = null;
+    if (this.ticking) return;
+    const started = performance.now();
+    this.ticking = this.tick().finally(() => {
+      this.lastTickMs = performance.now() - started;
       this.ticking = null;
-      if (this.finished.length || (this.wanted && !this.stopping)) this.kick();
+      this.kick();
     });
   }
 
