@@ -44,6 +44,12 @@ export interface Outcome {
  * races). Its cost follows the number of endpoints with pending deliveries, not the backlog: a
  * loose index scan finds those endpoints, and per endpoint only its leased deliveries are counted
  * and only its oldest due ones that fit are read. Named, so each connection plans it once.
+ *
+ * The rows settled, picked and claimed are found by primary key only. Their status is tested as
+ * `(status = 'pending') IS TRUE`, which the planner cannot match to the pending-only indexes: a
+ * plain `status = 'pending'` there let it scan such an index, every pending delivery, to find a
+ * dozen rows; with statistics from before a backlog (few pending) it did, and each claim cost
+ * grew with the backlog.
  */
 export async function settleAndClaim(db: Queryable, owner: string, outcomes: Outcome[], limit: number, perEndpoint: number): Promise<Claimed[]> {
   const col = <T>(f: (o: Outcome) => T) => outcomes.map(f);
@@ -61,7 +67,7 @@ export async function settleAndClaim(db: Queryable, owner: string, outcomes: Out
                 next_attempt_at = now() + make_interval(secs => s.retry_s),
                 finished_at = CASE WHEN s.status = 'pending' THEN NULL ELSE now() END
            FROM settled s
-          WHERE d.id = s.delivery_id AND d.lease_owner = $1::text AND d.status = 'pending'
+          WHERE d.id = ANY ($4::uuid[]) AND d.id = s.delivery_id AND d.lease_owner = $1::text AND (d.status = 'pending') IS TRUE
        ), endpoints AS (
          (SELECT endpoint_id FROM webhook_deliveries WHERE status = 'pending' AND $2::integer > 0 ORDER BY endpoint_id LIMIT 1)
          UNION ALL
@@ -82,16 +88,14 @@ export async function settleAndClaim(db: Queryable, owner: string, outcomes: Out
               AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now()) AND d.id <> ALL ($4::uuid[])
             ORDER BY d.next_attempt_at, d.id LIMIT greatest(room.free, 0)) x
        ), picked AS (
-         -- By primary key alone (the claim below checks the status again): a status test here
-         -- lets the planner join in an index of every pending delivery, and the backlog's size
-         -- back into the cost.
          SELECT w.id FROM webhook_deliveries w
           WHERE w.id = ANY (ARRAY(SELECT id FROM due))
           ORDER BY w.next_attempt_at, w.id LIMIT $2::integer
           FOR UPDATE OF w SKIP LOCKED
        ), c AS (
          UPDATE webhook_deliveries d SET lease_owner = $1::text, lease_expires_at = now() + interval '60 seconds', attempts = d.attempts + 1
-          WHERE d.id IN (SELECT id FROM picked) AND d.status = 'pending' AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())
+          WHERE d.id = ANY (ARRAY(SELECT id FROM picked)) AND (d.status = 'pending') IS TRUE
+            AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())
          RETURNING d.id, d.endpoint_id, d.attempts, d.event_id)
        SELECT c.id, c.endpoint_id, c.attempts, e.url, e.signing_secret AS secret, e.enabled, (e.deleted_at IS NOT NULL) AS deleted,
               ev.id AS event_id, ev.type AS event_type, ev.created_at AS event_created_at, ev.payload
