@@ -172,7 +172,7 @@ export class WebhookWorker {
           f.failed(err);
         }
       }
-      this.wanted = true;
+      // No claim at once after a failure (the database may be away): the next poll looks again.
       return;
     }
     for (const f of batch) {
