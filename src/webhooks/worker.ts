@@ -17,7 +17,7 @@ export const WEBHOOKS_CHANNEL = 'toolrun_webhooks';
  */
 export const WEBHOOK_IDLE_MS = 4000;
 
-/** The longest a finished attempt waits for others still being sent, to be settled with them. */
+/** The longest a finished attempt waits for the rest of its wave, to be settled with them. */
 const GATHER_MAX_MS = 20;
 
 /**
@@ -33,6 +33,8 @@ export function eventBody(e: { event_id: string; event_type: string; event_creat
 /** A claimed delivery's place among the worker's concurrency slots, until it is given back. */
 interface Slot {
   open: boolean;
+  /** The tick that claimed it (see `wave`). */
+  wave: number;
 }
 
 interface Finished {
@@ -64,7 +66,10 @@ export class WebhookWorker {
   private wanted = false;
   private ticking: Promise<void> | null = null;
   private gathering: NodeJS.Timeout | null = null;
-  private lastTickMs = 0;
+  /** The deliveries the last tick claimed: how many are still being sent, and until when to wait for them. */
+  private wave = 0;
+  private waveLeft = 0;
+  private waveEndsAt = 0;
   private poll: NodeJS.Timeout | null = null;
   private readonly abort = new AbortController();
   /** Keep-alive connections to endpoints, per host, port and vetted address; closed on stop. */
@@ -116,9 +121,11 @@ export class WebhookWorker {
     if (!waiting && !looking) return;
     // A tick refills many slots at once, so attempts finish in waves. Settling the first of a
     // wave alone would hold the rest a round trip behind it, and the next wave behind them: the
-    // first waits instead for the others being sent, at most about as long as a tick takes.
-    if (!looking && !this.stopping && waiting < this.held) {
-      this.gathering ??= setTimeout(() => this.startTick(), Math.min(this.lastTickMs, GATHER_MAX_MS));
+    // first waits instead for the rest of its wave, at most GATHER_MAX_MS after the wave was
+    // claimed (an attempt from an older wave, to a slow endpoint, is not waited for).
+    const wait = this.waveEndsAt - performance.now();
+    if (!looking && !this.stopping && this.waveLeft > 0 && wait > 0) {
+      this.gathering ??= setTimeout(() => this.startTick(), wait);
       return;
     }
     this.startTick();
@@ -128,9 +135,7 @@ export class WebhookWorker {
     if (this.gathering) clearTimeout(this.gathering);
     this.gathering = null;
     if (this.ticking) return;
-    const started = performance.now();
     this.ticking = this.tick().finally(() => {
-      this.lastTickMs = performance.now() - started;
       this.ticking = null;
       this.kick();
     });
@@ -180,6 +185,11 @@ export class WebhookWorker {
       f.settled();
     }
     this.held += claimed.length;
+    if (claimed.length) {
+      this.wave++;
+      this.waveLeft = claimed.length;
+      this.waveEndsAt = performance.now() + GATHER_MAX_MS;
+    }
     for (const d of claimed) this.dispatch(d);
     // Every slot asked for was filled: more may be due.
     if (free > 0 && claimed.length === free) this.wanted = true;
@@ -201,11 +211,12 @@ export class WebhookWorker {
   }
 
   private dispatch(d: Claimed): void {
-    const slot: Slot = { open: true };
+    const slot: Slot = { open: true, wave: this.wave };
     const p: Promise<void> = this.deliver(d, slot)
       .catch((err: unknown) => this.opts.logger.error({ err, delivery_id: d.id }, 'webhook delivery crashed'))
       .finally(() => {
         this.sending.delete(p);
+        this.sent(slot);
         // Dropped, or failed before its outcome was settled: the slot is free and nothing refilled it.
         if (slot.open) {
           this.release(slot);
@@ -215,10 +226,18 @@ export class WebhookWorker {
     this.sending.add(p);
   }
 
+  /** The attempt is over: its wave has one fewer to wait for. */
+  private sent(slot: Slot): void {
+    if (slot.wave !== this.wave) return;
+    slot.wave = -1;
+    this.waveLeft--;
+  }
+
   /** Resolves once the tick that carries the outcome has committed it. */
   private settle(outcome: Outcome, slot: Slot): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.finished.push({ outcome, slot, settled: resolve, failed: reject });
+      this.sent(slot);
       this.kick();
     });
   }
