@@ -1,10 +1,10 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
 import type { Readable, Transform } from 'node:stream';
 import zlib from 'node:zlib';
 import type { Logger } from 'pino';
 import { isPublicAddress } from './addresses.js';
+import { pinnedLookup, type AgentPool } from './agents.js';
 import { resolveHost, type ResolvedAddress, type ResolverFactory } from './resolve.js';
 
 export type OutboundErrorCode =
@@ -62,6 +62,8 @@ export interface OutboundOptions {
   allowAddress?: (ip: string) => boolean;
   /** The DNS resolver for each host name (default: c-ares on the system's servers). */
   resolver?: ResolverFactory;
+  /** Keep-alive connections per host, port and vetted address (default: a new connection each). */
+  agents?: AgentPool;
 }
 
 export interface OutboundResponse {
@@ -89,7 +91,8 @@ const timedOut = (ms: number) => new OutboundError('timeout', `no complete answe
 /** Resolves the host and vets every address; returns the one to connect to (IPv4 first). */
 export async function vetHost(hostname: string, opts: VetOptions): Promise<ResolvedAddress> {
   const bare = hostname.replace(/^\[|\]$/g, '');
-  const refused = new OutboundError('url_not_public', `the host ${bare} does not resolve to a public address`);
+  // Made only on refusal: an Error captures a stack, and most hosts pass.
+  const refused = (detail: string) => new OutboundError('url_not_public', `the host ${bare} does not resolve to a public address`, detail);
   const outcome = await resolveHost(bare, opts.signal, opts.resolver);
   switch (outcome.kind) {
     case 'aborted':
@@ -97,7 +100,7 @@ export async function vetHost(hostname: string, opts: VetOptions): Promise<Resol
     case 'timeout':
       throw new OutboundError('timeout', `the host ${bare} did not resolve in time`);
     case 'none':
-      throw new OutboundError(refused.code, refused.message, `the host ${bare} does not resolve (A: ${outcome.codes[0]}, AAAA: ${outcome.codes[1]})`);
+      throw refused(`the host ${bare} does not resolve (A: ${outcome.codes[0]}, AAAA: ${outcome.codes[1]})`);
     case 'addresses':
       break;
   }
@@ -106,11 +109,7 @@ export async function vetHost(hostname: string, opts: VetOptions): Promise<Resol
   // Every answer must be public: otherwise a name could mix a public and an internal address.
   const internal = opts.allowPrivate ? [] : addresses.filter((a) => !allowed(a.address));
   if (internal.length) {
-    throw new OutboundError(
-      refused.code,
-      refused.message,
-      `the host ${bare} resolves to ${internal.map((a) => a.address).join(', ')}: private, loopback or reserved`,
-    );
+    throw refused(`the host ${bare} resolves to ${internal.map((a) => a.address).join(', ')}: private, loopback or reserved`);
   }
   return addresses[0]!;
 }
@@ -140,15 +139,18 @@ const DECODERS: Record<string, () => Transform> = {
   br: () => zlib.createBrotliDecompress(),
 };
 
-function once(url: URL, address: ResolvedAddress, opts: OutboundOptions, signal: AbortSignal): Promise<OutboundResponse> {
-  // The socket connects to the address we vetted, never to a second DNS answer; TLS still checks
-  // the certificate against the host name.
-  const lookup: LookupFunction = (_host, options, cb) => {
-    if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [address]);
-    else cb(null, address.address, address.family);
-  };
+/** A reused keep-alive socket failed before any answer: the server had closed it meanwhile. */
+class StaleSocket extends Error {}
+
+const STALE_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
+
+function once(url: URL, address: ResolvedAddress, opts: OutboundOptions, signal: AbortSignal, agent: http.Agent | false): Promise<OutboundResponse> {
+  // The socket connects to the address we vetted, never to a second DNS answer (a pooled agent
+  // pins its own lookup the same way); TLS still checks the certificate against the host name.
+  const lookup = pinnedLookup(address);
   const mod = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
+    let answered = false;
     const req = mod.request(
       url,
       {
@@ -156,9 +158,10 @@ function once(url: URL, address: ResolvedAddress, opts: OutboundOptions, signal:
         headers: { ...(opts.body ? { 'content-length': String(opts.body.length) } : {}), ...opts.headers },
         lookup,
         signal,
-        agent: false,
+        agent,
       },
       (res) => {
+        answered = true;
         const chunks: Buffer[] = [];
         let size = 0;
         let settled = false;
@@ -213,6 +216,7 @@ function once(url: URL, address: ResolvedAddress, opts: OutboundOptions, signal:
     );
     req.on('error', (err) => {
       if (err instanceof OutboundError) reject(err);
+      else if (req.reusedSocket && !answered && !signal.aborted && STALE_CODES.has((err as NodeJS.ErrnoException).code ?? '')) reject(new StaleSocket());
       else if (signal.aborted) reject(timedOut(opts.timeoutMs));
       else reject(new OutboundError('connection_failed', `connection failed: ${(err as NodeJS.ErrnoException).code ?? err.message}`));
     });
@@ -223,16 +227,54 @@ function once(url: URL, address: ResolvedAddress, opts: OutboundOptions, signal:
 /**
  * One outbound HTTP request on the rules for fetching what users name (brand-kit pages, webhook
  * endpoints): public addresses only (every DNS answer vetted, the connection pinned to the vetted
- * address), every redirect re-vetted, bounded in time (resolution included) and bytes.
+ * address), every redirect re-vetted, bounded in time (resolution included) and bytes. With
+ * `agents`, connections are kept alive for the next request to the same host, port and vetted
+ * address; a request that finds its reused connection closed by the server before any answer
+ * is sent once more on a new connection.
  */
 export async function outboundRequest(rawUrl: string, opts: OutboundOptions): Promise<OutboundResponse> {
-  const deadline = AbortSignal.timeout(opts.timeoutMs);
-  const signal = opts.signal ? AbortSignal.any([deadline, opts.signal]) : deadline;
-  let url = parseOutboundUrl(rawUrl, opts.httpsOnly ?? false);
+  const { signal, end } = deadline(opts.timeoutMs, opts.signal);
+  try {
+    return await follow(parseOutboundUrl(rawUrl, opts.httpsOnly ?? false), opts, signal);
+  } finally {
+    end();
+  }
+}
+
+/**
+ * One signal for the request's deadline and the caller's signal: a timer and a listener that
+ * `end` removes (cheaper per request than AbortSignal.timeout joined by AbortSignal.any).
+ */
+function deadline(timeoutMs: number, outer: AbortSignal | undefined): { signal: AbortSignal; end: () => void } {
+  const controller = new AbortController();
+  const abort = () => controller.abort();
+  // Like AbortSignal.timeout's: the request's socket, not this timer, keeps the process alive.
+  const timer = setTimeout(abort, timeoutMs).unref();
+  if (outer?.aborted) abort();
+  else outer?.addEventListener('abort', abort, { once: true });
+  return {
+    signal: controller.signal,
+    end: () => {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', abort);
+    },
+  };
+}
+
+async function follow(first: URL, opts: OutboundOptions, signal: AbortSignal): Promise<OutboundResponse> {
+  let url = first;
   for (let hop = 0; ; hop++) {
     const address = await vetHost(url.hostname, { ...opts, signal });
     if (signal.aborted) throw timedOut(opts.timeoutMs);
-    const res = await once(url, address, opts, signal);
+    const agent = opts.agents?.agentFor(url, address) ?? false;
+    let res: OutboundResponse;
+    try {
+      res = await once(url, address, opts, signal, agent);
+    } catch (err) {
+      if (!(err instanceof StaleSocket)) throw err;
+      // Once, on a new connection of its own, within the same deadline.
+      res = await once(url, address, opts, signal, false);
+    }
     const location = res.headers.location;
     if (opts.maxRedirects === 0 || res.status < 300 || res.status >= 400 || !location) return res;
     if (hop >= opts.maxRedirects) throw new OutboundError('too_many_redirects', `more than ${opts.maxRedirects} redirects`);

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { AgentPool } from '../net/agents.js';
 import { logRefusal, OutboundError, outboundRequest } from '../net/outbound.js';
 import { signatureHeader } from './signing.js';
 
@@ -35,6 +36,8 @@ export async function sendAttempt(opts: {
   timeoutMs: number;
   allowPrivate: boolean;
   signal?: AbortSignal;
+  /** Keep-alive connections (the worker's); without, a new connection for this attempt. */
+  agents?: AgentPool;
   /** Gets the specific cause of a refused host, which `error` does not tell the endpoint's owner. */
   log: Pick<Logger, 'warn'>;
 }): Promise<AttemptResult> {
@@ -59,6 +62,7 @@ export async function sendAttempt(opts: {
       timeoutMs: opts.timeoutMs,
       allowPrivate: opts.allowPrivate,
       ...(opts.signal ? { signal: opts.signal } : {}),
+      ...(opts.agents ? { agents: opts.agents } : {}),
     });
     const delivered = res.status >= 200 && res.status < 300;
     return {

@@ -5,24 +5,20 @@ import type { Config } from '../config/config.js';
 import { Listener } from '../db/listen.js';
 import type { Db } from '../db/pool.js';
 import type { WebhookMetrics } from '../metrics/metrics.js';
-import { recordAttempt } from './repository.js';
+import { AgentPool, type AgentPoolOptions } from '../net/agents.js';
+import { isDataError, settleAndClaim, type Claimed, type Outcome } from './queue.js';
 import { sendAttempt } from './send.js';
 
 export const WEBHOOKS_CHANNEL = 'toolrun_webhooks';
 
-interface Claimed {
-  id: string;
-  endpoint_id: string;
-  attempts: number;
-  url: string;
-  secret: string;
-  enabled: boolean;
-  deleted: boolean;
-  event_id: string;
-  event_type: string;
-  event_created_at: Date;
-  payload: unknown;
-}
+/**
+ * Under the 5 s keep-alive that Node, Apache and many proxies close idle connections at, so the
+ * endpoint rarely closes one just as a delivery reuses it (an announced shorter one is heeded).
+ */
+export const WEBHOOK_IDLE_MS = 4000;
+
+/** The longest a finished attempt waits for the rest of its wave, to be settled with them. */
+const GATHER_MAX_MS = 20;
 
 /**
  * The event body: the same bytes on every attempt (the event row is immutable and jsonb reads
@@ -34,23 +30,66 @@ export function eventBody(e: { event_id: string; event_type: string; event_creat
   );
 }
 
+/** A claimed delivery's place among the worker's concurrency slots, until it is given back. */
+interface Slot {
+  open: boolean;
+  /** The tick that claimed it (see `wave`). */
+  wave: number;
+}
+
+interface Finished {
+  outcome: Outcome;
+  slot: Slot;
+  settled: () => void;
+  failed: (err: unknown) => void;
+}
+
 /**
  * Sends webhook deliveries. Deliveries are rows; a worker claims due ones with FOR UPDATE SKIP
  * LOCKED and a lease, so a crash or restart loses none and no attempt runs twice at once. Failed
  * attempts are retried on the configured schedule, then the delivery is given up.
+ *
+ * One database round trip at a time (a tick) settles the attempts that finished since the last
+ * one and claims deliveries for the slots free then: a slot is refilled in the round trip that
+ * frees it, and many attempts finishing together cost one statement. A tick runs when attempts
+ * finish, on a notification, and on a poll for due retries.
  */
 export class WebhookWorker {
   readonly id = `${os.hostname()}:${process.pid}:wh:${randomUUID().slice(0, 8)}`;
   private readonly listener: Listener;
   private stopping = false;
-  private wake: (() => void) | null = null;
-  /** A poke arrived while the loop was not sleeping (mid-claim): it must look again at once. */
-  private poked = false;
-  private loop: Promise<void> | null = null;
-  private readonly inFlight = new Set<Promise<void>>();
+  /** Deliveries claimed and not yet settled (or dropped, or given back). */
+  private held = 0;
+  private readonly sending = new Set<Promise<void>>();
+  private readonly finished: Finished[] = [];
+  /** Look for due deliveries at the next tick even with nothing to settle. */
+  private wanted = false;
+  private ticking: Promise<void> | null = null;
+  private gathering: NodeJS.Timeout | null = null;
+  /** The deliveries the last tick claimed: how many are still being sent, and until when to wait for them. */
+  private wave = 0;
+  private waveLeft = 0;
+  private waveEndsAt = 0;
+  private poll: NodeJS.Timeout | null = null;
   private readonly abort = new AbortController();
+  /** Keep-alive connections to endpoints, per host, port and vetted address; closed on stop. */
+  readonly agents: AgentPool;
 
-  constructor(private readonly opts: { config: Config; db: Db; logger: Logger; connectionString: string; metrics?: WebhookMetrics }) {
+  constructor(
+    private readonly opts: {
+      config: Config;
+      db: Db;
+      logger: Logger;
+      connectionString: string;
+      metrics?: WebhookMetrics;
+      /** Tests: other bounds for the connection pool. */
+      agents?: Partial<AgentPoolOptions>;
+    },
+  ) {
+    const { concurrency } = opts.config.webhooks;
+    // Idle sockets: no more than can be busy at once. Agents: room for every slot on an endpoint
+    // of its own, so a burst across many endpoints does not retire agents still in use.
+    this.agents = new AgentPool({ idleMs: WEBHOOK_IDLE_MS, maxAgents: Math.max(64, concurrency), maxIdleSockets: concurrency, ...opts.agents });
     this.listener = new Listener({
       connectionString: opts.connectionString,
       channels: [WEBHOOKS_CHANNEL],
@@ -63,14 +102,43 @@ export class WebhookWorker {
 
   async start(): Promise<void> {
     await this.listener.start();
-    this.loop = this.run();
+    this.poke();
+    this.poll = setInterval(() => this.poke(), Math.min(this.opts.config.runs.pollMs, 1000));
+    this.poll.unref();
   }
 
+  /** Something may be due: look at the next tick. */
   private poke(): void {
-    this.poked = true;
-    const w = this.wake;
-    this.wake = null;
-    w?.();
+    this.wanted = true;
+    this.kick();
+  }
+
+  /** Starts a tick if there is something to do and none is running (it kicks again when done). */
+  private kick(): void {
+    if (this.ticking) return;
+    const waiting = this.finished.length;
+    const looking = this.wanted && !this.stopping;
+    if (!waiting && !looking) return;
+    // A tick refills many slots at once, so attempts finish in waves. Settling the first of a
+    // wave alone would hold the rest a round trip behind it, and the next wave behind them: the
+    // first waits instead for the rest of its wave, at most GATHER_MAX_MS after the wave was
+    // claimed (an attempt from an older wave, to a slow endpoint, is not waited for).
+    const wait = this.waveEndsAt - performance.now();
+    if (!looking && !this.stopping && this.waveLeft > 0 && wait > 0) {
+      this.gathering ??= setTimeout(() => this.startTick(), wait);
+      return;
+    }
+    this.startTick();
+  }
+
+  private startTick(): void {
+    if (this.gathering) clearTimeout(this.gathering);
+    this.gathering = null;
+    if (this.ticking) return;
+    this.ticking = this.tick().finally(() => {
+      this.ticking = null;
+      this.kick();
+    });
   }
 
   /**
@@ -82,37 +150,99 @@ export class WebhookWorker {
     return Math.max(1, Math.floor(this.opts.config.webhooks.concurrency / 4));
   }
 
-  private async claim(limit: number): Promise<Claimed[]> {
-    // The lease outlives one attempt (10 s deadline) with room to record it. Due deliveries are
-    // ranked per endpoint after those it already has in flight; only ranks within the per-endpoint
-    // limit are taken, oldest first.
-    const { rows } = await this.opts.db.pool.query<Claimed>(
-      `WITH busy AS (
-         SELECT endpoint_id, count(*)::integer AS n FROM webhook_deliveries
-          WHERE status = 'pending' AND lease_expires_at >= now() GROUP BY endpoint_id
-       ), due AS (
-         SELECT d.id, d.next_attempt_at,
-                coalesce(b.n, 0) + row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rank
-           FROM webhook_deliveries d LEFT JOIN busy b ON b.endpoint_id = d.endpoint_id
-          WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())
-       ), picked AS (
-         SELECT w.id FROM webhook_deliveries w JOIN due ON due.id = w.id
-          WHERE due.rank <= $3::integer
-          ORDER BY due.next_attempt_at, w.id LIMIT $2::integer
-          FOR UPDATE OF w SKIP LOCKED
-       ), c AS (
-         UPDATE webhook_deliveries d SET lease_owner = $1::text, lease_expires_at = now() + interval '60 seconds', attempts = d.attempts + 1
-          WHERE d.id IN (SELECT id FROM picked) AND d.status = 'pending' AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())
-         RETURNING d.id, d.endpoint_id, d.attempts, d.event_id)
-       SELECT c.id, c.endpoint_id, c.attempts, e.url, e.signing_secret AS secret, e.enabled, (e.deleted_at IS NOT NULL) AS deleted,
-              ev.id AS event_id, ev.type AS event_type, ev.created_at AS event_created_at, ev.payload
-         FROM c JOIN webhook_endpoints e ON e.id = c.endpoint_id JOIN run_events ev ON ev.id = c.event_id`,
-      [this.id, limit, this.perEndpointLimit],
-    );
-    return rows;
+  private release(slot: Slot): void {
+    if (!slot.open) return;
+    slot.open = false;
+    this.held--;
   }
 
-  private async deliver(d: Claimed): Promise<void> {
+  private async tick(): Promise<void> {
+    const { config, db, logger } = this.opts;
+    const batch = this.finished.splice(0);
+    if (this.stopping) return this.settleOnly(batch);
+    const looking = this.wanted;
+    this.wanted = false;
+    // The batch's slots are given back by this same statement, so they count as free.
+    const free = looking || batch.length ? Math.max(0, config.webhooks.concurrency - this.held + batch.length) : 0;
+    if (!batch.length && !free) return;
+    let claimed: Claimed[];
+    try {
+      claimed = await settleAndClaim(db.pool, this.id, batch.map((f) => f.outcome), free, this.perEndpointLimit);
+    } catch (err) {
+      logger.warn({ err }, 'settling and claiming webhook deliveries failed');
+      if (batch.length > 1 && isDataError(err)) await this.settleOnly(batch);
+      else {
+        for (const f of batch) {
+          this.release(f.slot);
+          f.failed(err);
+        }
+      }
+      // No claim at once after a failure (the database may be away): the next poll looks again.
+      return;
+    }
+    for (const f of batch) {
+      this.release(f.slot);
+      f.settled();
+    }
+    this.held += claimed.length;
+    if (claimed.length) {
+      this.wave++;
+      this.waveLeft = claimed.length;
+      this.waveEndsAt = performance.now() + GATHER_MAX_MS;
+    }
+    for (const d of claimed) this.dispatch(d);
+    // Every slot asked for was filled: more may be due.
+    if (free > 0 && claimed.length === free) this.wanted = true;
+  }
+
+  /** Settles each alone, claiming nothing: one refused row does not lose the others. */
+  private async settleOnly(batch: Finished[]): Promise<void> {
+    for (const f of batch) {
+      try {
+        await settleAndClaim(this.opts.db.pool, this.id, [f.outcome], 0, this.perEndpointLimit);
+        this.release(f.slot);
+        f.settled();
+      } catch (err) {
+        this.release(f.slot);
+        f.failed(err);
+      }
+    }
+    if (batch.length) this.wanted = true;
+  }
+
+  private dispatch(d: Claimed): void {
+    const slot: Slot = { open: true, wave: this.wave };
+    const p: Promise<void> = this.deliver(d, slot)
+      .catch((err: unknown) => this.opts.logger.error({ err, delivery_id: d.id }, 'webhook delivery crashed'))
+      .finally(() => {
+        this.sending.delete(p);
+        this.sent(slot);
+        // Dropped, or failed before its outcome was settled: the slot is free and nothing refilled it.
+        if (slot.open) {
+          this.release(slot);
+          this.poke();
+        }
+      });
+    this.sending.add(p);
+  }
+
+  /** The attempt is over: its wave has one fewer to wait for. */
+  private sent(slot: Slot): void {
+    if (slot.wave !== this.wave) return;
+    slot.wave = -1;
+    this.waveLeft--;
+  }
+
+  /** Resolves once the tick that carries the outcome has committed it. */
+  private settle(outcome: Outcome, slot: Slot): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.finished.push({ outcome, slot, settled: resolve, failed: reject });
+      this.sent(slot);
+      this.kick();
+    });
+  }
+
+  private async deliver(d: Claimed, slot: Slot): Promise<void> {
     const { db, config, logger } = this.opts;
     if (!d.enabled || d.deleted) {
       await db.pool.query(
@@ -130,13 +260,15 @@ export class WebhookWorker {
       timeoutMs: config.webhooks.timeoutMs,
       allowPrivate: config.allowPrivateNetwork,
       signal: this.abort.signal,
+      agents: this.agents,
       log: logger.child({ endpoint_id: d.endpoint_id }),
     });
     const delays = config.webhooks.retryDelaysSeconds;
     const giveUp = d.attempts > delays.length;
     this.opts.metrics?.webhookAttempt(result.delivered ? 'delivered' : giveUp ? 'given_up' : 'retry', result.durationMs / 1000);
-    await db.tx(async (tx) => {
-      await recordAttempt(tx, {
+    // Settled together with the attempts that finished meanwhile (one statement for all).
+    await this.settle(
+      {
         deliveryId: d.id,
         endpointId: d.endpoint_id,
         eventType: d.event_type,
@@ -145,69 +277,30 @@ export class WebhookWorker {
         durationMs: result.durationMs,
         excerpt: result.excerpt,
         attemptedAt: result.attemptedAt,
-      });
-      // Only if still ours and still pending: a pause or delete meanwhile dropped it.
-      await tx.query(
-        `UPDATE webhook_deliveries
-            SET status = $3::text, lease_owner = NULL, lease_expires_at = NULL,
-                next_attempt_at = now() + make_interval(secs => $4::integer),
-                finished_at = CASE WHEN $3::text = 'pending' THEN NULL ELSE now() END
-          WHERE id = $1::uuid AND lease_owner = $2::text AND status = 'pending'`,
-        [d.id, this.id, result.delivered ? 'delivered' : giveUp ? 'failed' : 'pending', result.delivered || giveUp ? 0 : delays[d.attempts - 1] ?? 0],
-      );
-    });
+        status: result.delivered ? 'delivered' : giveUp ? 'failed' : 'pending',
+        retryInSeconds: result.delivered || giveUp ? 0 : (delays[d.attempts - 1] ?? 0),
+      },
+      slot,
+    );
     logger.info(
       { delivery_id: d.id, endpoint_id: d.endpoint_id, event: d.event_type, attempt: d.attempts, status: result.statusCode, delivered: result.delivered },
       result.delivered ? 'webhook delivered' : giveUp ? 'webhook given up' : 'webhook attempt failed',
     );
   }
 
-  private async run(): Promise<void> {
-    const { config, logger } = this.opts;
-    while (!this.stopping) {
-      this.poked = false;
-      const free = config.webhooks.concurrency - this.inFlight.size;
-      let claimed: Claimed[] = [];
-      if (free > 0) {
-        try {
-          claimed = await this.claim(free);
-        } catch (err) {
-          logger.warn({ err }, 'claiming webhook deliveries failed');
-        }
-      }
-      for (const d of claimed) {
-        const p: Promise<void> = this.deliver(d)
-          .catch((err: unknown) => logger.error({ err, delivery_id: d.id }, 'webhook delivery crashed'))
-          .finally(() => {
-            this.inFlight.delete(p);
-            this.poke();
-          });
-        this.inFlight.add(p);
-      }
-      // Look again at once if everything free was taken, or if a notification or a finished
-      // delivery arrived while the claim ran (its poke found no sleeper to wake).
-      if ((claimed.length && claimed.length === free) || this.poked) continue;
-      // Sleep until a notification, a finished delivery, or the next due retry (polled).
-      let timer: NodeJS.Timeout | undefined;
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-        timer = setTimeout(resolve, Math.min(config.runs.pollMs, 1000)).unref();
-      });
-      clearTimeout(timer);
-      this.wake = null;
-    }
-  }
-
   async stop(graceMs = 10_000): Promise<void> {
     this.stopping = true;
-    this.poke();
-    await this.loop;
-    const all = Promise.all([...this.inFlight]);
+    if (this.poll) clearInterval(this.poll);
+    // A tick under way may still claim: what it claims is sent (or cut off) like the rest.
+    await this.ticking;
+    const all = Promise.all([...this.sending]);
     const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref())]);
     if (timedOut) {
       this.abort.abort();
       await all;
     }
+    await this.ticking;
+    this.agents.close();
     await this.listener.stop();
   }
 }

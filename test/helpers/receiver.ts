@@ -1,12 +1,14 @@
 // A real HTTPS webhook receiver on 127.0.0.1 for tests. It serves the per-run test certificate
 // (TEST_TLS_CERT_FILE / TEST_TLS_KEY_FILE, trusted by the service through NODE_EXTRA_CA_CERTS),
 // records every request's raw body bytes and headers, and answers each call as programmed:
-// a status (optionally after a delay, optionally with a Location), or never (hang). down() closes
-// the port so connections are refused; up() listens on the same port again.
+// a status (optionally after a delay, optionally with a Location), never (hang), or by closing
+// the connection unanswered (close). down() closes the port so connections are refused; up()
+// listens on the same port again. TLS connections are counted and numbered, and each request
+// says which one it came on, so tests can see connections kept alive and reused.
 import fs from 'node:fs';
 import https from 'node:https';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { waitFor } from './worker.js';
 
 /** An answer: a status (after delayMs, with a Location or body if given). */
@@ -16,7 +18,7 @@ export interface Reply {
   location?: string;
   body?: string;
 }
-export type Answer = Reply | 'hang';
+export type Answer = Reply | 'hang' | 'close';
 
 export interface Received {
   /** 1-based call number on this receiver. */
@@ -29,6 +31,8 @@ export interface Received {
   body: Buffer;
   /** True once an answer was sent; a hung request stays false. */
   answered: boolean;
+  /** The TLS connection it came on: 1 for this receiver's first, and so on. */
+  connection: number;
 }
 
 export const ok: Reply = { status: 204 };
@@ -53,6 +57,10 @@ export class Receiver {
   private readonly held = new Map<ServerResponse, Received>();
   private port = 0;
   private listening = false;
+  private readonly connectionIds = new WeakMap<Socket, number>();
+  private readonly openSockets = new Set<Socket>();
+  /** TLS connections accepted so far. */
+  connections = 0;
 
   private constructor() {
     this.server = https.createServer(tlsFiles(), (req, res) => {
@@ -67,10 +75,16 @@ export class Receiver {
           headers: req.headers,
           body: Buffer.concat(chunks),
           answered: false,
+          connection: this.connectionIds.get(req.socket) ?? 0,
         };
         this.requests.push(rec);
         this.answer(this.queue.shift() ?? this.fallback, rec, res);
       });
+    });
+    this.server.on('secureConnection', (socket: Socket) => {
+      this.connectionIds.set(socket, ++this.connections);
+      this.openSockets.add(socket);
+      socket.on('close', () => this.openSockets.delete(socket));
     });
   }
 
@@ -78,6 +92,10 @@ export class Receiver {
     this.held.set(res, rec);
     res.on('close', () => this.held.delete(res));
     if (a === 'hang') return;
+    if (a === 'close') {
+      res.socket?.destroy();
+      return;
+    }
     this.reply(a, rec, res);
   }
 
@@ -118,6 +136,17 @@ export class Receiver {
   /** The answer once the programmed ones are used up (204 unless set). */
   otherwise(a: Answer): this {
     this.fallback = a;
+    return this;
+  }
+
+  /** TLS connections open now (kept alive by the sender, or busy). */
+  get openConnections(): number {
+    return this.openSockets.size;
+  }
+
+  /** How long the server keeps an idle connection open (Node's default: 5 s). */
+  keepAliveFor(ms: number): this {
+    this.server.keepAliveTimeout = ms;
     return this;
   }
 

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import type { WebhooksConfig } from '../../src/config/config.js';
+import type { AgentPoolOptions } from '../../src/net/agents.js';
 import type { Db } from '../../src/db/pool.js';
 import { testLogger } from './test-logs.js';
 import { WebhookWorker } from '../../src/webhooks/worker.js';
@@ -132,13 +133,14 @@ export function assertSignedDelivery(r: Received, secret: string, type: string):
 
 const workers = new Set<WebhookWorker>();
 
-/** An in-process WebhookWorker on a test app's database and config (optionally changed). */
-export async function startWebhookWorker(t: TestApp, change: Partial<WebhooksConfig> = {}): Promise<WebhookWorker> {
+/** An in-process WebhookWorker on a test app's database and config (optionally changed, and its connection pool's bounds). */
+export async function startWebhookWorker(t: TestApp, change: Partial<WebhooksConfig> = {}, agents: Partial<AgentPoolOptions> = {}): Promise<WebhookWorker> {
   const w = new WebhookWorker({
     config: { ...t.config, webhooks: { ...t.config.webhooks, ...change } },
     db: t.database.db,
     logger: testLogger('warn', t.logs),
     connectionString: t.database.url,
+    agents,
   });
   await w.start();
   workers.add(w);
