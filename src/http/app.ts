@@ -210,8 +210,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   });
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
+    done();
   });
   refuseWhileClosing(app);
   if (deps.metrics) instrumentHttp(app, deps.metrics);

@@ -13,17 +13,20 @@ export function refuseWhileClosing(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async (request, reply) => {
-    if (!closing) return;
+  // Plain callbacks, not async: they run on every request (see applyRequestLimits).
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!closing) return done();
     const err = new ApiError('service_unavailable', 'This server is shutting down; retry, and another will answer.');
-    return reply
+    // Answered here: the request goes no further (done is not called).
+    reply
       .status(err.status)
       .header('X-Request-Id', request.id)
       .header('Retry-After', '1')
       .header('Connection', 'close')
       .send(envelope(err, request.id));
   });
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('Connection', 'close');
+    done(null, payload);
   });
 }

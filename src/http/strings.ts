@@ -102,31 +102,33 @@ export interface StringChecks {
 export function registerStringChecks(app: FastifyInstance): StringChecks {
   const found = new WeakMap<FastifyRequest, FieldError[]>();
 
-  app.addHook('onRequest', async (request) => {
-    if (request.is404) return;
+  // Plain callbacks, not async: they run on every request (see applyRequestLimits).
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (request.is404) return done();
     const schema = request.routeOptions.schema;
     const errors: FieldError[] = [];
     if (schema?.params) characterErrors(request.params, ['path'], errors);
     if (schema?.querystring) characterErrors(request.query, ['query'], errors);
-    if (errors.length) throw invalidRequest(endAtFields(errors));
+    done(errors.length ? invalidRequest(endAtFields(errors)) : undefined);
   });
 
-  app.addHook('preValidation', async (request) => {
-    if (request.is404) return;
+  app.addHook('preValidation', (request, _reply, done) => {
+    if (request.is404) return done();
     const schema = request.routeOptions.schema;
     const errors = headerErrors(request, declaredProperties(schema?.headers));
     if (schema?.body && request.body !== undefined) characterErrors(request.body, ['body'], errors);
     // An item of a list is reported on the list, as the schema's own errors are.
     if (errors.length) found.set(request, endAtFields(errors));
+    done();
   });
 
-  app.addHook('preHandler', async (request) => {
+  app.addHook('preHandler', (request, _reply, done) => {
     const errors = found.get(request);
-    if (!errors) return;
+    if (!errors) return done();
     // A route that attaches the schema's verdict (estimate, start) would report it later; the
     // character problems come first, so report both here.
     const attached = request.validationError;
-    throw invalidRequest(merged(errors, attached ? fieldErrors(attached.validation, attached.validationContext ?? 'body') : []));
+    done(invalidRequest(merged(errors, attached ? fieldErrors(attached.validation, attached.validationContext ?? 'body') : [])));
   });
 
   return {
