@@ -96,6 +96,17 @@ describe('UnrecognisedKeyGate', { timeout: 30_000 }, () => {
     gate.forget('b');
     assert.equal(gate.isRecent('b', 250), false);
   });
+
+  test('a key seen valid again is renewed only once half its time has passed (not on every request)', () => {
+    const gate = new UnrecognisedKeyGate(1, { recentMs: 100 });
+    gate.markValid('k', 0);
+    gate.markValid('k', 40); // 60 ms left, more than half: kept as it was
+    assert.equal(gate.isRecent('k', 99), true);
+    assert.equal(gate.isRecent('k', 101), false);
+    gate.markValid('k', 200);
+    gate.markValid('k', 260); // 40 ms left: renewed to 360
+    assert.equal(gate.isRecent('k', 350), true);
+  });
 });
 
 describe('a flood of bad keys against a real server', { timeout: 120_000 }, () => {

@@ -92,9 +92,27 @@ export function createAuthHook(
     return { ctx, allowed: true, remaining: Math.floor(bucket) + reservations.available(k), bucket };
   }
 
-  return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const scope = request.routeOptions.config.scope;
-    if (!scope) return;
+  const refilling = new Set<string>();
+  /**
+   * A key spending a large batch (a high rate under steady traffic) takes its next batch while
+   * half of this one is left, so that its requests do not all stop and wait on one take.
+   */
+  function refillAhead(k: string, hash: Buffer, ctx: KeyContext): void {
+    const batch = Math.min(MAX_TAKE, Math.floor(ctx.rateLimitPerMinute / 60));
+    if (batch < 4 || refilling.has(k) || reservations.available(k) > batch / 2) return;
+    refilling.add(k);
+    reservations
+      .exclusive(k, async () => {
+        const fresh = await read(k, hash, MAX_TAKE);
+        if (fresh?.taken) reservations.add(k, fresh.taken);
+      })
+      // A refill that failed leaves the next request to take for itself, as without it.
+      .catch(() => undefined)
+      .finally(() => refilling.delete(k));
+  }
+
+  /** The key's parsed hash, or the 401 the Authorization header earns. */
+  function keyOf(request: FastifyRequest): Buffer {
     const parsed = parseAuthorization(request.headers.authorization, config.keyEnvPrefix);
     if (parsed.kind === 'none' || parsed.kind === 'not_a_key') {
       throw new ApiError(
@@ -110,23 +128,13 @@ export function createAuthHook(
           : 'The API key is malformed, unknown or revoked. Check it, or ask a team owner or admin for a new one.',
       );
     }
-    // A flood of bad keys waits its turn, behind its own client's other lookups, instead of
-    // crowding out the keys in use and other clients' new keys. Whether a request queues depends
-    // on the whole key's hash only (a known prefix changes nothing), where it queues on the client.
-    const hex = parsed.hash.toString('hex');
-    if (!gate.isRecent(hex)) {
-      const refused = await gate.admit(clientGroup(request.ip));
-      if (refused) {
-        // No key is known yet: the limit this client ran into is its share of the server's
-        // lookups of unseen keys, so that is the limit reported.
-        throw new ApiError('rate_limited', `Too many requests with API keys this server has not seen lately; retry in ${refused.retryAfterSeconds} s.`, {
-          details: { limit_per_minute: refused.limitPerMinute, reason: 'unrecognised_keys' },
-          headers: { 'Retry-After': String(refused.retryAfterSeconds) },
-        });
-      }
-    }
-    const { ctx, allowed, remaining, bucket } = await admit(hex, parsed.hash);
-    if (!ctx || !sameHash(ctx.keyHash, parsed.hash)) {
+    return parsed.hash;
+  }
+
+  /** Everything after the key is known (or not): the rate, plan and scope verdicts, in that order. */
+  function decide(request: FastifyRequest, reply: FastifyReply, scope: Scope, hash: Buffer, hex: string, a: Admission): void {
+    const { ctx, allowed, remaining, bucket } = a;
+    if (!ctx || !sameHash(ctx.keyHash, hash)) {
       gate.forget(hex);
       throw new ApiError(
         'invalid_api_key',
@@ -158,6 +166,49 @@ export function createAuthHook(
       });
     }
     request.auth = ctx;
+  }
+
+  /** A key this process does not hold in memory with a token to spend: the gate, then PostgreSQL. */
+  async function slow(request: FastifyRequest, reply: FastifyReply, scope: Scope, hash: Buffer, hex: string): Promise<void> {
+    // A flood of bad keys waits its turn, behind its own client's other lookups, instead of
+    // crowding out the keys in use and other clients' new keys. Whether a request queues depends
+    // on the whole key's hash only (a known prefix changes nothing), where it queues on the client.
+    if (!gate.isRecent(hex)) {
+      const refused = await gate.admit(clientGroup(request.ip));
+      if (refused) {
+        // No key is known yet: the limit this client ran into is its share of the server's
+        // lookups of unseen keys, so that is the limit reported.
+        throw new ApiError('rate_limited', `Too many requests with API keys this server has not seen lately; retry in ${refused.retryAfterSeconds} s.`, {
+          details: { limit_per_minute: refused.limitPerMinute, reason: 'unrecognised_keys' },
+          headers: { 'Retry-After': String(refused.retryAfterSeconds) },
+        });
+      }
+    }
+    decide(request, reply, scope, hash, hex, await admit(hex, hash));
+  }
+
+  // A callback hook, not an async one: a key in memory with a reserved token is decided without a
+  // promise (most requests), and only the rest wait for the gate or PostgreSQL.
+  return function authenticate(request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void {
+    const scope = request.routeOptions.config.scope;
+    if (!scope) return done();
+    let hash: Buffer;
+    let hex: string;
+    try {
+      hash = keyOf(request);
+      hex = hash.toString('hex');
+      const cached = gate.isRecent(hex) ? cache.get(hex) : null;
+      // The token is claimed synchronously, so two requests never count on the same one.
+      if (cached && reservations.spend(hex)) {
+        const bucket = bucketNow(cached);
+        decide(request, reply, scope, hash, hex, { ctx: cached.ctx, allowed: true, remaining: Math.floor(bucket) + reservations.available(hex), bucket });
+        refillAhead(hex, hash, cached.ctx);
+        return done();
+      }
+    } catch (err) {
+      return done(err as Error);
+    }
+    slow(request, reply, scope, hash, hex).then(() => done(), done);
   };
 }
 

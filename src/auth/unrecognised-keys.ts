@@ -58,13 +58,18 @@ export class UnrecognisedKeyGate {
 
   markValid(hash: string, now = Date.now()): void {
     const max = this.opts.maxRecent ?? 20_000;
+    const recentMs = this.opts.recentMs ?? 10 * 60_000;
+    // Renewed at most once per half of recentMs: re-inserting on every request of a busy key cost
+    // more than the rest of its authentication. A key in use stays recent all the same.
+    const until = this.recent.get(hash);
+    if (until !== undefined && until - now > recentMs / 2) return;
     // A Map keeps insertion order: re-inserting moves the key to the end, and the oldest go first.
     this.recent.delete(hash);
     if (this.recent.size >= max) {
       const oldest = this.recent.keys().next();
       if (!oldest.done) this.recent.delete(oldest.value);
     }
-    this.recent.set(hash, now + (this.opts.recentMs ?? 10 * 60_000));
+    this.recent.set(hash, now + recentMs);
   }
 
   forget(hash: string): void {
