@@ -1,9 +1,11 @@
 // A charged run never loses its outputs, and an output that cannot be served is not charged:
 // the success COMMIT whose answer is lost (a real TCP cut after the server committed) leaves the
-// outputs stored and served; the output check sweep tries unreadable outputs again with a growing
-// delay while it verifies the ones behind them, and gives up after the last attempt; an output
-// that fails its check for good refunds its run once, however many outputs fail and however many
-// sweeps run at once, and answers 404 output_not_found.
+// outputs stored and served; a success transaction the server ends (57P01) is tried again, and a
+// database away for every try leaves the run to a later attempt instead of failing it; the output
+// check sweep tries unreadable outputs again with a growing delay while it verifies the ones
+// behind them, and gives up after the last attempt; an output that fails its check for good
+// refunds its run once, however many outputs fail and however many sweeps run at once, and
+// answers 404 output_not_found.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -126,6 +128,69 @@ const e = engineSuite('outputs of charged runs', () => {
       await e.workers.stopAll();
       await viaProxy.close();
       await proxy.close();
+    }
+  });
+
+  /**
+   * PostgreSQL ends the connection that inserts this team's outputs, exactly as a server shutting
+   * down does (an ErrorResponse 57P01, then the connection closes), for the first `times` inserts
+   * (a sequence counts them: it is not rolled back with the transaction). Returns the count so far.
+   */
+  async function endInserts(c: TeamClient, times: number): Promise<() => Promise<number>> {
+    await e.db().query(`CREATE SEQUENCE test_end_inserts`);
+    await e.db().query(
+      `CREATE FUNCTION test_end_inserts() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF (SELECT team_id FROM runs WHERE id = NEW.run_id) = '${c.team.teamId}'::uuid AND nextval('test_end_inserts') <= ${times} THEN
+           PERFORM pg_terminate_backend(pg_backend_pid());
+           PERFORM pg_sleep(5);
+         END IF;
+         RETURN NEW;
+       END $$`,
+    );
+    await e.db().query(`CREATE TRIGGER test_end_inserts BEFORE INSERT ON run_outputs FOR EACH ROW EXECUTE FUNCTION test_end_inserts()`);
+    return async () => Number((await e.db().query<{ n: string }>(`SELECT last_value::text AS n FROM test_end_inserts`)).rows[0]!.n);
+  }
+  const dropEndInserts = () => e.db().query(`DROP TRIGGER test_end_inserts ON run_outputs; DROP FUNCTION test_end_inserts(); DROP SEQUENCE test_end_inserts`);
+
+  test('a success transaction the server ends (57P01, as when it shuts down): tried again, the run succeeds once', async () => {
+    const c = await TeamClient.create(e.s);
+    const tries = await endInserts(c, 1);
+    try {
+      const worker = await e.workers.start({ concurrency: 1 });
+      const run = await c.start('ok');
+      const done = await waitFinal(e.db(), run.id);
+      await waitFor('the execution to end', async () => (worker.busy === 0 ? true : undefined));
+      assert.equal(done.status, 'succeeded', done.error ?? '');
+      assert.equal(await tries(), 2, 'the first success transaction was ended by the server, the second went through');
+      const state = await runState(e.db(), run.id);
+      assert.equal(state.attempts, 1, 'the same execution finished it');
+      await assertSettledOnce(e.db(), state);
+      assert.equal((await c.get(run.id)).outputs.length, 1);
+      assert.equal(c.storedObjects(run.id).length, 1, 'the one stored output, recorded');
+    } finally {
+      await e.workers.stopAll();
+      await dropEndInserts();
+    }
+  });
+
+  test('the database away for every try of the success transaction: the run is not failed; its lease lapses and a later attempt succeeds', async () => {
+    const c = await TeamClient.create(e.s);
+    const tries = await endInserts(c, 3);
+    try {
+      await e.workers.start({ concurrency: 1 });
+      const run = await c.start('ok');
+      const done = await waitFinal(e.db(), run.id);
+      assert.equal(done.status, 'succeeded', done.error ?? '');
+      assert.equal(await tries(), 4, 'three tries ended by the server, then the retaken run went through');
+      const state = await runState(e.db(), run.id);
+      assert.equal(state.attempts, 2, 'a second execution finished it, after the first lease lapsed');
+      await assertSettledOnce(e.db(), state);
+      assert.equal((await c.get(run.id)).outputs.length, 1);
+      assert.equal(c.storedObjects(run.id).length, 1, "the first execution's unrecorded output was deleted");
+    } finally {
+      await e.workers.stopAll();
+      await dropEndInserts();
     }
   });
 

@@ -17,6 +17,7 @@ import { createAuthHook } from '../auth/plugin.js';
 import { consolePages } from '../console/pages.js';
 import { consoleApi } from '../console/plugin.js';
 import type { Config } from '../config/config.js';
+import { isDbUnavailable } from '../db/errors.js';
 import { Listener } from '../db/listen.js';
 import type { Db } from '../db/pool.js';
 import { fileRoutes, fileSchemas } from '../files/routes.js';
@@ -54,17 +55,6 @@ export interface AppDeps {
   metrics?: Metrics;
   /** Test-only: routes registered after the built-in ones, under the same hooks and error handling. */
   extraRoutes?: FastifyPluginAsync;
-}
-
-// Also pg's own: a query past the pool's query_timeout, a client whose connection already failed.
-const DB_UNAVAILABLE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection terminated|timeout exceeded when trying to connect|Query read timeout|is not queryable|the database system is (starting up|shutting down)|terminating connection due to administrator command/i;
-
-function isDbUnavailable(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  return (
-    (typeof e.code === 'string' && ['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT'].includes(e.code)) ||
-    DB_UNAVAILABLE.test(e.message ?? '')
-  );
 }
 
 /** Maps whatever was thrown to the error the client sees. */

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { isDbUnavailable } from '../db/errors.js';
 import type { Db } from '../db/pool.js';
 import { ToolError } from '../tools/manifest.js';
 import type { NewOutput } from './repository.js';
@@ -51,9 +52,9 @@ async function outputsRecorded(db: Db, runId: string, outputs: NewOutput[], log:
  * Runs the transaction that records a run's success and its outputs (`succeed` returns whether
  * the run was still ours to finish) until its outcome is certain. When it fails, the COMMIT may
  * still have reached PostgreSQL with only its answer lost, so the run is read back before anyone
- * deletes outputs: committed is success; not committed after a lost connection is tried again (the
- * database, not the tool, failed); not committed after PostgreSQL refused a statement (or the
- * tool's own record of success refused) is thrown.
+ * deletes outputs: committed is success; not committed after a lost connection or a server that
+ * was shutting down is tried again (the database, not the tool, failed); not committed after
+ * PostgreSQL refused a statement (or the tool's own record of success refused) is thrown.
  * Throws SuccessOutcomeUnknown when the read-back itself cannot be made.
  */
 export async function commitSuccess(
@@ -73,7 +74,10 @@ export async function commitSuccess(
         return true;
       }
       if (recorded === null) throw new SuccessOutcomeUnknown(err);
-      if (err instanceof pg.DatabaseError || err instanceof ToolError || attempt >= SUCCESS_TRIES) throw err;
+      // A server shutting down ends the transaction with a DatabaseError of its own (57P01): the
+      // database failed, not the statement, so that is tried again too.
+      const refused = (err instanceof pg.DatabaseError && !isDbUnavailable(err)) || err instanceof ToolError;
+      if (refused || attempt >= SUCCESS_TRIES) throw err;
       log.warn({ err, attempt }, 'the success transaction did not get through; trying again');
     }
   }

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import { isDbUnavailable } from '../db/errors.js';
 import type { Db } from '../db/pool.js';
 import { getTeamFiles } from '../files/repository.js';
 import type { MediaBinaries } from '../media/binaries.js';
@@ -199,6 +200,10 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow, owner: string,
     const reason = control.reason();
     if (reason === 'canceled' || reason === 'lease_lost' || reason === 'shutdown') {
       log.info({ reason }, 'run stopped');
+    } else if (reason !== 'timeout' && !(err instanceof ToolError) && isDbUnavailable(err instanceof SuccessOutcomeUnknown ? err.cause : err)) {
+      // The database, not the tool, failed (stopped, restarting): the run is not failed for it.
+      // Its lease lapses and a worker takes it again once PostgreSQL is back, as after a crash.
+      log.warn({ err }, 'the database was unavailable; the run is left for a retry when its lease lapses');
     } else {
       const message =
         reason === 'timeout'
