@@ -1,6 +1,7 @@
 // A thin typed client of the console's JSON API (/console/api). The session cookie rides along by
 // itself (same origin); state-changing calls add the CSRF token the last Session answer carried.
 // Errors arrive in the API's envelope and come out as ConsoleError with one message per field.
+import { runsApi, type Call, type RunsApi } from './api-runs.ts';
 
 export type Role = 'owner' | 'admin' | 'member';
 export type Plan = 'free' | 'plus' | 'pro' | 'team';
@@ -96,6 +97,8 @@ export class ConsoleError extends Error {
     /** body field name (the loc after "body") -> message; errors without a body field stay in message. */
     readonly fields: Record<string, string>,
     readonly requestId: string | null,
+    /** Seconds from a Retry-After header (429, 409 output_not_ready), when there was one. */
+    readonly retryAfter: number | null = null,
   ) {
     super(message);
   }
@@ -110,11 +113,19 @@ function fieldErrors(errors: unknown): Record<string, string> {
   if (!Array.isArray(errors)) return out;
   for (const e of errors as { loc?: unknown; message?: unknown }[]) {
     if (!Array.isArray(e.loc) || typeof e.message !== 'string') continue;
-    const [where, field] = e.loc as unknown[];
+    const [where, field, slot] = e.loc as unknown[];
     // The first error per field is the one to fix first; a list item's errors belong to the list.
     if (where === 'body' && typeof field === 'string' && !(field in out)) out[field] = e.message;
+    // A tool input's error (['body', 'inputs', slot]) also under "inputs.<slot>", for the playground.
+    const key = `${String(field)}.${String(slot)}`;
+    if (where === 'body' && field === 'inputs' && typeof slot === 'string' && !(key in out)) out[key] = e.message;
   }
   return out;
+}
+
+function retryAfter(header: string | null): number | null {
+  const n = header === null ? NaN : Number(header);
+  return Number.isFinite(n) && n >= 0 ? n : null;
 }
 
 async function toError(res: Response): Promise<ConsoleError> {
@@ -132,12 +143,13 @@ async function toError(res: Response): Promise<ConsoleError> {
     message,
     fieldErrors(e.errors),
     typeof e.request_id === 'string' ? e.request_id : null,
+    retryAfter(res.headers.get('retry-after')),
   );
 }
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
-export interface ConsoleApi {
+export interface ConsoleApi extends RunsApi {
   getSession(): Promise<Session>;
   signIn(email: string, password: string): Promise<Session>;
   signOut(): Promise<void>;
@@ -219,5 +231,6 @@ export function createApi(opts: { base?: string; onSignedOut?: () => void } = {}
     inviteMember: (memberId) => call('POST', `/members/${id(memberId)}/invite`),
     changeRole: (memberId, role) => call('PATCH', `/members/${id(memberId)}`, { role }),
     removeMember: (memberId) => call('DELETE', `/members/${id(memberId)}`),
+    ...runsApi(call as Call),
   };
 }

@@ -10,11 +10,18 @@ import { InvitePage } from './pages/invite/InvitePage.tsx';
 import { KeysPage } from './pages/keys/KeysPage.tsx';
 import { MembersPage } from './pages/members/MembersPage.tsx';
 import { OverviewPage } from './pages/overview/OverviewPage.tsx';
+import { PlaygroundPage } from './pages/playground/PlaygroundPage.tsx';
+import { RunPage } from './pages/run/RunPage.tsx';
+import { RunsPage } from './pages/runs/RunsPage.tsx';
 import { SignInPage } from './pages/sign-in/SignInPage.tsx';
+import { UsagePage } from './pages/usage/UsagePage.tsx';
 import { WebhooksPage } from './pages/webhooks/WebhooksPage.tsx';
 
 const NAV = [
   { href: BASE, label: 'Overview' },
+  { href: `${BASE}/runs`, label: 'Runs' },
+  { href: `${BASE}/playground`, label: 'Playground' },
+  { href: `${BASE}/usage`, label: 'Usage' },
   { href: `${BASE}/keys`, label: 'API keys' },
   { href: `${BASE}/webhooks`, label: 'Webhooks' },
   { href: `${BASE}/members`, label: 'Members' },
@@ -23,10 +30,22 @@ const NAV = [
 /** undefined while asking; null when nobody is signed in. */
 type SessionState = Session | null | undefined;
 
+/** /console/runs/<uuid>: a run's own page. */
+const RUN_PATH = new RegExp(`^${BASE}/runs/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`, 'i');
+
 function Page(p: { path: string; api: ConsoleApi; session: Session }) {
+  const runId = RUN_PATH.exec(p.path)?.[1];
+  // Keyed by the id: another run's page starts from nothing, not from this one's state.
+  if (runId) return <RunPage key={runId} api={p.api} runId={runId} />;
   switch (p.path) {
     case BASE:
       return <OverviewPage api={p.api} session={p.session} />;
+    case `${BASE}/runs`:
+      return <RunsPage api={p.api} />;
+    case `${BASE}/playground`:
+      return <PlaygroundPage api={p.api} />;
+    case `${BASE}/usage`:
+      return <UsagePage api={p.api} />;
     case `${BASE}/keys`:
       return <KeysPage api={p.api} />;
     case `${BASE}/webhooks`:
@@ -45,6 +64,11 @@ function Page(p: { path: string; api: ConsoleApi; session: Session }) {
   }
 }
 
+/** The nav entry a path belongs to: a run's page is under Runs. */
+function current(path: string): string {
+  return RUN_PATH.test(path) ? `${BASE}/runs` : path;
+}
+
 function Shell(p: { path: string; api: ConsoleApi; session: Session; onSignOut: () => void }) {
   const { member, team } = p.session;
   return (
@@ -61,7 +85,7 @@ function Shell(p: { path: string; api: ConsoleApi; session: Session; onSignOut: 
           <ul>
             {NAV.map((n) => (
               <li key={n.href}>
-                <Link href={n.href} aria-current={p.path === n.href ? 'page' : undefined}>
+                <Link href={n.href} aria-current={current(p.path) === n.href ? 'page' : undefined}>
                   {n.label}
                 </Link>
               </li>

@@ -8,6 +8,8 @@ interface ConfirmDialogProps {
   title: string;
   children: ComponentChildren;
   confirmLabel: string;
+  /** The button that closes without acting; "Cancel" unless that would read like the action. */
+  closeLabel?: string;
   /** Destructive actions get the danger style. */
   danger?: boolean;
   busy?: boolean;
@@ -69,7 +71,7 @@ export function ConfirmDialog(p: ConfirmDialogProps) {
       <FormError message={p.error ?? null} />
       <div class="actions">
         <button type="button" class="secondary" onClick={p.onClose}>
-          Cancel
+          {p.closeLabel ?? 'Cancel'}
         </button>
         <button type="button" class={p.danger ? 'danger' : 'primary'} disabled={p.busy} onClick={p.onConfirm}>
           {p.confirmLabel}
