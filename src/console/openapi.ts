@@ -38,6 +38,9 @@ const TAGS = [
   { name: 'keys', description: 'Settings > API keys' },
   { name: 'webhooks', description: 'Settings > Webhooks' },
   { name: 'members', description: 'Settings > Members' },
+  { name: 'runs', description: "The team's runs, API and app" },
+  { name: 'playground', description: 'Tools, uploads, estimates and app runs' },
+  { name: 'usage', description: 'Balance, ledger and usage' },
   { name: 'system', description: 'This document' },
 ];
 
@@ -50,8 +53,9 @@ export function buildConsoleDocument(routes: DocumentedRoute[], publicBaseUrl: s
   const paths: Record<string, Json> = {};
   for (const r of routes) {
     const path = r.url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-    const { params, body, response, operationId, summary, tags } = r.schema as {
+    const { params, querystring, body, response, operationId, summary, tags } = r.schema as {
       params?: { properties?: Record<string, unknown> };
+      querystring?: { properties?: Record<string, unknown>; required?: string[] };
       body?: unknown;
       response?: Record<string, unknown>;
       operationId?: string;
@@ -65,6 +69,9 @@ export function buildConsoleDocument(routes: DocumentedRoute[], publicBaseUrl: s
       required: true,
       schema: plain(s, refs),
     }));
+    for (const [name, s] of Object.entries(querystring?.properties ?? {})) {
+      parameters.push({ name, in: 'query', required: querystring?.required?.includes(name) ?? false, schema: plain(s, refs) });
+    }
     if (changes && r.access === 'session') {
       parameters.push({ name: 'X-CSRF-Token', in: 'header', required: true, schema: { type: 'string' }, description: 'The csrf_token of GET /console/api/session' });
     }

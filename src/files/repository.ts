@@ -33,7 +33,8 @@ export async function insertFile(
   f: {
     id: string;
     teamId: string;
-    apiKeyId: string;
+    /** Null for a file uploaded in the console's playground. */
+    apiKeyId: string | null;
     fileName: string;
     declaredMime: string;
     sizeBytes: number;

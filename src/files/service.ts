@@ -24,7 +24,7 @@ export function partSizeFor(sizeBytes: number, configured: number): number {
   return Math.ceil(sizeBytes / MAX_PARTS / MIB) * MIB;
 }
 
-export async function startUpload(deps: FilesDeps, auth: { teamId: string; keyId: string }, body: UploadUrlBody): Promise<FileUpload> {
+export async function startUpload(deps: FilesDeps, auth: { teamId: string; keyId: string | null }, body: UploadUrlBody): Promise<FileUpload> {
   const { config, db, storage } = deps;
   if (body.size_bytes > config.files.maxFileBytes) {
     throw invalidRequest([

@@ -257,7 +257,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(fileRoutes({ config, db, storage: deps.storage, media: deps.media }));
   await app.register(runRoutes({ config, db, tools, storage: deps.storage, teamChanged }));
   await app.register(webhookRoutes({ config, db }));
-  await app.register(consoleApi({ config, db, teamChanged }));
+  await app.register(consoleApi({ config, db, tools, storage: deps.storage, media: deps.media, teamChanged }));
   await app.register(consolePages({ notFoundMessage }));
   // The local backend serves its signed part and download URLs itself; S3 serves its own.
   if (deps.storage instanceof LocalStorage) await app.register(localStorageRoutes(deps.storage, config.httpTimeouts));

@@ -2,13 +2,18 @@ import type { Queryable } from '../db/pool.js';
 import type { Run } from './schemas.js';
 
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
+/** Who started a run: an API key (visible through /v1) or a member in the console (an app run, never visible there). */
+export type RunSource = 'api' | 'app';
+export const RUN_STATUSES: RunStatus[] = ['queued', 'running', 'succeeded', 'failed', 'canceled'];
 export const FINAL_STATUSES: RunStatus[] = ['succeeded', 'failed', 'canceled'];
 
 export interface RunRow {
   id: string;
   team_id: string;
-  api_key_id: string;
+  /** Null exactly for app runs. */
+  api_key_id: string | null;
   member_id: string;
+  source: RunSource;
   tool_id: string;
   product_id: string;
   inputs: Record<string, unknown>;
@@ -44,12 +49,24 @@ export interface OutputRow {
   expires_at: Date;
 }
 
-export const RUN_COLUMNS = `id, team_id, api_key_id, member_id, tool_id, product_id, inputs, status, progress, price_sparks,
+export const RUN_COLUMNS = `id, team_id, api_key_id, member_id, source, tool_id, product_id, inputs, status, progress, price_sparks,
   hold_sparks, cost_sparks, error, attempts, max_attempts, lease_owner, idempotency_key, request_hash, created_at, started_at, finished_at`;
 const OUTPUT_COLUMNS = `id, run_id, position, storage_key, file_name, mime_type, width, height, duration_seconds, size_bytes, sha256,
   status, expires_at`;
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+/**
+ * The outputs a client may still have, in order: a succeeded run's, less those past their
+ * retention (gone even before the janitor marks them) and those that failed their check for good
+ * (their run was refunded).
+ */
+export function availableOutputs(run: Pick<RunRow, 'status'>, outputs: OutputRow[]): OutputRow[] {
+  if (run.status !== 'succeeded') return [];
+  return outputs
+    .filter((o) => o.status !== 'expired' && o.status !== 'failed' && o.expires_at.getTime() > Date.now())
+    .sort((a, b) => a.position - b.position);
+}
 
 /** The run as the API shows it; outputs only once it succeeded, and only those still available. */
 export function runResource(run: RunRow, outputs: OutputRow[]): Run {
@@ -61,23 +78,15 @@ export function runResource(run: RunRow, outputs: OutputRow[]): Run {
     status: run.status,
     progress: run.status === 'succeeded' ? 1 : run.progress,
     cost_sparks: run.cost_sparks,
-    outputs:
-      run.status === 'succeeded'
-        ? outputs
-            // Past its retention an output is gone, even before the janitor marks it; one that
-            // failed its check for good is gone too (its run was refunded).
-            .filter((o) => o.status !== 'expired' && o.status !== 'failed' && o.expires_at.getTime() > Date.now())
-            .sort((a, b) => a.position - b.position)
-            .map((o) => ({
-              asset_id: o.id,
-              mime_type: o.mime_type,
-              width: o.width,
-              height: o.height,
-              duration_seconds: o.duration_seconds,
-              size_bytes: o.size_bytes,
-              file_name: o.file_name,
-            }))
-        : [],
+    outputs: availableOutputs(run, outputs).map((o) => ({
+      asset_id: o.id,
+      mime_type: o.mime_type,
+      width: o.width,
+      height: o.height,
+      duration_seconds: o.duration_seconds,
+      size_bytes: o.size_bytes,
+      file_name: o.file_name,
+    })),
     error: run.error,
     api_key_id: run.api_key_id,
     created_at: iso(run.created_at),
@@ -86,10 +95,14 @@ export function runResource(run: RunRow, outputs: OutputRow[]): Run {
   };
 }
 
-export async function getTeamRun(db: Queryable, teamId: string, runId: string, opts: { lock?: boolean } = {}): Promise<RunRow | null> {
+/**
+ * A run of the team, when `sources` includes how it was started: /v1 passes ['api'] so an app run
+ * answers exactly like an unknown id; the console passes both.
+ */
+export async function getTeamRun(db: Queryable, teamId: string, runId: string, sources: readonly RunSource[], opts: { lock?: boolean } = {}): Promise<RunRow | null> {
   const { rows } = await db.query<RunRow>(
-    `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1::uuid AND team_id = $2::uuid${opts.lock ? ' FOR UPDATE' : ''}`,
-    [runId, teamId],
+    `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1::uuid AND team_id = $2::uuid AND source = ANY ($3::text[])${opts.lock ? ' FOR UPDATE' : ''}`,
+    [runId, teamId, sources],
   );
   return rows[0] ?? null;
 }
@@ -106,7 +119,7 @@ export async function getOutputs(db: Queryable, runId: string): Promise<OutputRo
 
 export async function findByIdempotencyKey(db: Queryable, teamId: string, key: string): Promise<RunRow | null> {
   const { rows } = await db.query<RunRow>(
-    `SELECT ${RUN_COLUMNS} FROM runs WHERE team_id = $1::uuid AND idempotency_key = $2::text`,
+    `SELECT ${RUN_COLUMNS} FROM runs WHERE team_id = $1::uuid AND idempotency_key = $2::text AND source = 'api'`,
     [teamId, key],
   );
   return rows[0] ?? null;
@@ -126,7 +139,8 @@ export async function insertRun(
   r: {
     id: string;
     teamId: string;
-    apiKeyId: string;
+    /** Null for an app run (started in the console by memberId). */
+    apiKeyId: string | null;
     memberId: string;
     toolId: string;
     productId: string;
@@ -139,10 +153,10 @@ export async function insertRun(
   },
 ): Promise<RunRow> {
   const { rows } = await db.query<RunRow>(
-    `INSERT INTO runs (id, team_id, api_key_id, member_id, tool_id, product_id, inputs, status, price_sparks, hold_sparks,
+    `INSERT INTO runs (id, team_id, api_key_id, member_id, source, tool_id, product_id, inputs, status, price_sparks, hold_sparks,
                        cost_sparks, max_attempts, idempotency_key, request_hash)
-     VALUES ($1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::text, $6::text, $7::jsonb, 'queued', $8::bigint, $9::bigint, $9::bigint,
-             $10::integer, $11::text, $12::text)
+     VALUES ($1::uuid, $2::uuid, $3::uuid, $4::uuid, CASE WHEN $3::uuid IS NULL THEN 'app' ELSE 'api' END, $5::text, $6::text, $7::jsonb,
+             'queued', $8::bigint, $9::bigint, $9::bigint, $10::integer, $11::text, $12::text)
      RETURNING ${RUN_COLUMNS}`,
     [r.id, r.teamId, r.apiKeyId, r.memberId, r.toolId, r.productId, JSON.stringify(r.inputs), r.price, r.hold, r.maxAttempts, r.idempotencyKey, r.requestHash],
   );

@@ -16,7 +16,7 @@ import {
   StartHeadersSchema,
   ToolIdParamsSchema,
 } from './schemas.js';
-import { cancelRun, checkTool, estimate, getRun, outputUrl, startRun, type RunRequest, type RunsDeps } from './service.js';
+import { cancelRun, checkTool, estimate, getRun, outputUrl, startRun, type RunActor, type RunRequest, type RunsDeps } from './service.js';
 
 export function runSchemas(app: { addSchema(s: unknown): unknown }): void {
   app.addSchema(EstimateSchema);
@@ -25,23 +25,23 @@ export function runSchemas(app: { addSchema(s: unknown): unknown }): void {
   app.addSchema(OutputUrlSchema);
 }
 
-const TOOL_ERRORS = ['tool_not_found', 'tool_execution_pipeline', 'consent_required', 'insufficient_sparks'] as const;
+export const TOOL_ERRORS = ['tool_not_found', 'tool_execution_pipeline', 'consent_required', 'insufficient_sparks'] as const;
 
 /**
  * Estimate and start answer 404, 409 and 403 (plan) about the tool before anything about the
  * body: the tool is checked before the body is read (preParsing), and the schema's verdict on the
  * body is attached (attachValidation) for the service to answer after consent.
  */
-function toolFirst(deps: RunsDeps) {
+export function toolFirst(deps: Pick<RunsDeps, 'tools'>, actor: (request: FastifyRequest) => Pick<RunActor, 'plan' | 'keyId'> = requireAuth) {
   return {
     attachValidation: true,
     preParsing: async (request: FastifyRequest) => {
-      checkTool(deps.tools, (request.params as { tool_id: string }).tool_id, requireAuth(request));
+      checkTool(deps.tools, (request.params as { tool_id: string }).tool_id, actor(request));
     },
   };
 }
 
-function runRequest(request: FastifyRequest): RunRequest {
+export function runRequest(request: FastifyRequest): RunRequest {
   const v = request.validationError;
   return { body: request.body, schemaErrors: v ? fieldErrors(v.validation, v.validationContext) : [] };
 }

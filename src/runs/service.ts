@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { KeyContext } from '../auth/repository.js';
+import type { Plan } from '../auth/repository.js';
 import type { Config } from '../config/config.js';
 import type { Db, Queryable } from '../db/pool.js';
 import { ApiError, invalidRequest, type FieldError } from '../http/errors.js';
@@ -9,7 +9,7 @@ import type { Storage } from '../storage/storage.js';
 import type { ToolManifest } from '../tools/manifest.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { elementIds, resolveInputs, type PriceMode, type ResolvedInputs } from './inputs.js';
-import { findByIdempotencyKey, getOutputs, getTeamRun, insertRun, runResource, runsThisHour, type RunRow } from './repository.js';
+import { findByIdempotencyKey, getOutputs, getTeamRun, insertRun, runResource, runsThisHour, type RunRow, type RunSource } from './repository.js';
 import type { Estimate, OutputUrl, Run, RunBody } from './schemas.js';
 import { cancelLockedRun, RUNS_CHANNEL } from './transitions.js';
 
@@ -20,15 +20,34 @@ export interface RunsDeps {
   storage: Storage;
 }
 
+/**
+ * Who prices or starts a run: an API key (keyId, its member and its per-minute limit) or a member
+ * in the console (keyId null: an app run). Both go through every rule below alike.
+ */
+export interface RunActor {
+  teamId: string;
+  plan: Plan;
+  memberId: string;
+  keyId: string | null;
+  rateLimitPerMinute: number | null;
+}
+
+/** What /v1 may see: runs started with the team's keys. The console sees every run of its team. */
+export const API_RUNS: readonly RunSource[] = ['api'];
+export const ALL_RUNS: readonly RunSource[] = ['api', 'app'];
+
 export const MAX_IDEMPOTENCY_KEY = 255;
 const MAX_ATTEMPTS = 3;
 
 /** 404, 409 and 403 (plan), in the spec's order; the routes call it before the body is even read. */
-export function checkTool(tools: ToolRegistry, toolId: string, auth: KeyContext): ToolManifest {
+export function checkTool(tools: ToolRegistry, toolId: string, auth: Pick<RunActor, 'plan' | 'keyId'>): ToolManifest {
   const tool = tools.get(toolId);
-  if (!tool) throw new ApiError('tool_not_found', `No tool "${toolId}" is available over the API; GET /v1/tools lists them.`);
+  const app = auth.keyId === null;
+  if (!tool) {
+    throw new ApiError('tool_not_found', app ? `No tool "${toolId}" is available here; the Tool list shows them.` : `No tool "${toolId}" is available over the API; GET /v1/tools lists them.`);
+  }
   if (tool.pipeline) {
-    throw new ApiError('tool_execution_pipeline', `${toolId} runs as a multi-step pipeline, which the API does not start; use the app.`);
+    throw new ApiError('tool_execution_pipeline', `${toolId} runs as a multi-step pipeline, which ${app ? 'the playground' : 'the API'} does not start.`);
   }
   if (!tools.allowed(tool, auth.plan)) {
     throw new ApiError('plan_upgrade_required', `${toolId} needs the ${tool.plans.join(' or ')} plan; this team is on ${auth.plan}.`, {
@@ -84,7 +103,7 @@ function durationOf(body: unknown): number | null {
  * header), and, when there are such errors and the inputs are an object, the slots' too.
  * Returns the valid body.
  */
-async function checkBody(deps: RunsDeps, tool: ToolManifest, auth: KeyContext, req: RunRequest, extra: FieldError[], mode: PriceMode): Promise<RunBody> {
+async function checkBody(deps: RunsDeps, tool: ToolManifest, auth: RunActor, req: RunRequest, extra: FieldError[], mode: PriceMode): Promise<RunBody> {
   const inputs = inputsOf(req.body);
   if (inputs) await checkConsent(deps.db.pool, tool, auth.teamId, inputs);
   const errors = [...req.schemaErrors, ...extra];
@@ -102,7 +121,7 @@ interface Priced {
   reserve: number;
 }
 
-async function price(deps: RunsDeps, tool: ToolManifest, auth: KeyContext, body: RunBody, mode: PriceMode): Promise<Priced> {
+async function price(deps: RunsDeps, tool: ToolManifest, auth: RunActor, body: RunBody, mode: PriceMode): Promise<Priced> {
   // The schema admits any JSON object here; the tool's slots decide what each key may hold.
   const inputs = (body.inputs ?? {}) as Record<string, unknown>;
   const { resolved, errors } = await resolveInputs(deps.db.pool, tool, auth.teamId, inputs, body.duration_seconds ?? null, { mode });
@@ -123,7 +142,7 @@ function insufficient(needed: number, available: number): ApiError {
   });
 }
 
-export async function estimate(deps: RunsDeps, auth: KeyContext, toolId: string, req: RunRequest): Promise<Estimate> {
+export async function estimate(deps: RunsDeps, auth: RunActor, toolId: string, req: RunRequest): Promise<Estimate> {
   const tool = checkTool(deps.tools, toolId, auth);
   const body = await checkBody(deps, tool, auth, req, [], 'estimate');
   const { sparks, reserve } = await price(deps, tool, auth, body, 'estimate');
@@ -153,6 +172,7 @@ function requestHash(toolId: string, body: RunBody): string {
 
 export interface Started {
   run: Run;
+  row: RunRow;
   replayed: boolean;
 }
 
@@ -162,7 +182,7 @@ async function replay(db: Queryable, existing: RunRow, hash: string): Promise<St
       details: { run_id: existing.id },
     });
   }
-  return { run: runResource(existing, await getOutputs(db, existing.id)), replayed: true };
+  return { run: runResource(existing, await getOutputs(db, existing.id)), row: existing, replayed: true };
 }
 
 function secondsToNextHour(now = new Date()): number {
@@ -176,7 +196,7 @@ function secondsToNextHour(now = new Date()): number {
  * serialises the team's starts) re-checks the idempotency key, the hourly ceiling and the
  * balance, holds the Sparks, inserts the queued run and wakes the workers.
  */
-export async function startRun(deps: RunsDeps, auth: KeyContext, toolId: string, req: RunRequest, idempotencyKey: string | undefined): Promise<Started> {
+export async function startRun(deps: RunsDeps, auth: RunActor, toolId: string, req: RunRequest, idempotencyKey: string | undefined): Promise<Started> {
   const tool = checkTool(deps.tools, toolId, auth);
   const keyErrors: FieldError[] =
     idempotencyKey !== undefined && (idempotencyKey.length < 1 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY)
@@ -205,8 +225,8 @@ export async function startRun(deps: RunsDeps, auth: KeyContext, toolId: string,
     if ((await runsThisHour(tx, auth.teamId)) >= team.runs_per_hour) {
       const retryAfter = secondsToNextHour();
       throw new ApiError('rate_limited', `This team started its ${count(team.runs_per_hour, 'run')} for this hour; retry in ${retryAfter} s.`, {
-        // Every rate_limited answer carries the key's limit per minute, this one too.
-        details: { limit_per_minute: auth.rateLimitPerMinute, limit_per_hour: team.runs_per_hour },
+        // Every rate_limited answer carries the key's limit per minute, this one too (an app run has no key).
+        details: { ...(auth.rateLimitPerMinute !== null ? { limit_per_minute: auth.rateLimitPerMinute } : {}), limit_per_hour: team.runs_per_hour },
         headers: { 'Retry-After': String(retryAfter) },
       });
     }
@@ -227,37 +247,44 @@ export async function startRun(deps: RunsDeps, auth: KeyContext, toolId: string,
     });
     if (!(await holdForRun(tx, auth.teamId, runId, priced.reserve))) throw insufficient(priced.reserve, team.sparks_available);
     await tx.query('SELECT pg_notify($1::text, $2::text)', [RUNS_CHANNEL, runId]);
-    return { run: runResource(run, []), replayed: false };
+    return { run: runResource(run, []), row: run, replayed: false };
   });
 }
 
 export async function getRun(deps: RunsDeps, teamId: string, runId: string): Promise<Run> {
-  const run = await getTeamRun(deps.db.pool, teamId, runId);
-  if (!run) throw runNotFound(runId);
+  const run = await getTeamRun(deps.db.pool, teamId, runId, API_RUNS);
+  if (!run) throw runNotFound(runId, API_RUNS);
   return runResource(run, await getOutputs(deps.db.pool, run.id));
 }
 
-function runNotFound(runId: string): ApiError {
-  return new ApiError('run_not_found', `No run ${runId} started with this team's API keys.`);
+export function runNotFound(runId: string, sources: readonly RunSource[]): ApiError {
+  return new ApiError('run_not_found', sources.includes('app') ? `No run ${runId} in this team.` : `No run ${runId} started with this team's API keys.`);
 }
 
-export async function cancelRun(deps: RunsDeps, teamId: string, runId: string): Promise<Run> {
+/** Cancels a queued or running run; the row as it is now. */
+export async function cancelTeamRun(deps: Pick<RunsDeps, 'db'>, teamId: string, runId: string, sources: readonly RunSource[]): Promise<RunRow> {
   return deps.db.tx(async (tx) => {
-    const run = await getTeamRun(tx, teamId, runId, { lock: true });
-    if (!run) throw runNotFound(runId);
+    const run = await getTeamRun(tx, teamId, runId, sources, { lock: true });
+    if (!run) throw runNotFound(runId, sources);
     const outcome = await cancelLockedRun(tx, run);
     if (outcome.kind === 'final') {
       throw new ApiError('run_not_cancelable', `The run already ${run.status}; only queued or running runs can be canceled.`, {
         details: { status: run.status },
       });
     }
-    return runResource(outcome.run, await getOutputs(tx, run.id));
+    return outcome.run;
   });
 }
 
-export async function outputUrl(deps: RunsDeps, teamId: string, runId: string, assetId: string): Promise<OutputUrl> {
-  const run = await getTeamRun(deps.db.pool, teamId, runId);
-  if (!run) throw runNotFound(runId);
+export async function cancelRun(deps: RunsDeps, teamId: string, runId: string): Promise<Run> {
+  const run = await cancelTeamRun(deps, teamId, runId, API_RUNS);
+  // A canceled run shows no outputs, so none are read.
+  return runResource(run, []);
+}
+
+export async function outputUrl(deps: RunsDeps, teamId: string, runId: string, assetId: string, sources: readonly RunSource[] = API_RUNS): Promise<OutputUrl> {
+  const run = await getTeamRun(deps.db.pool, teamId, runId, sources);
+  if (!run) throw runNotFound(runId, sources);
   const output = run.status === 'succeeded' ? (await getOutputs(deps.db.pool, run.id)).find((o) => o.id === assetId) : undefined;
   if (output?.status === 'failed') {
     throw new ApiError(
