@@ -50,10 +50,14 @@ export async function signIn(page: Page, baseUrl: string, email: string, passwor
 }
 
 /** Follows a navigation link and waits for the page's heading. */
-export async function openPage(page: Page, link: 'Overview' | 'API keys' | 'Webhooks' | 'Members'): Promise<void> {
+export async function openPage(
+  page: Page,
+  link: 'Overview' | 'Runs' | 'Playground' | 'Usage' | 'API keys' | 'Webhooks' | 'Members',
+): Promise<void> {
   await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: link, exact: true }).click();
   await page.getByRole('heading', { level: 1, name: link }).waitFor();
-  await page.getByRole('status').filter({ hasText: 'Loading…' }).waitFor({ state: 'detached' });
+  // .first(): a page may load in several parts (Usage: the summary and the ledger); none left.
+  await page.getByRole('status').filter({ hasText: 'Loading…' }).first().waitFor({ state: 'detached' });
 }
 
 /** Creates a key on the API keys page; the full key, read from the one-time box. */
@@ -64,4 +68,26 @@ export async function createKey(page: Page, name: string, rate: '30' | '60' | '1
   const box = page.getByRole('textbox', { name: `API key “${name}”` });
   await box.waitFor();
   return box.inputValue();
+}
+
+/**
+ * In the playground: picks the tool, uploads `png` through the file picker of `slot` (its label)
+ * and waits for the upload to finish and the estimate to come; the Sparks estimated.
+ */
+export async function fillPlayground(page: Page, tool: string, slot: string, file: { name: string; buffer: Buffer }): Promise<number> {
+  await page.getByLabel('Tool', { exact: true }).selectOption(tool);
+  await page.getByLabel(slot, { exact: true }).setInputFiles({ name: file.name, mimeType: 'image/png', buffer: file.buffer });
+  await page.getByText('Uploaded', { exact: true }).waitFor();
+  const estimate = page.getByText(/^Estimate: \d+ Sparks$/);
+  await estimate.waitFor();
+  return Number(/\d+/.exec(await estimate.innerText())?.[0]);
+}
+
+/** Clicks Run and waits for the run's own page; the run id from its address. */
+export async function clickRun(page: Page): Promise<string> {
+  await page.getByRole('button', { name: 'Run', exact: true }).click();
+  await page.waitForURL(/\/console\/runs\/[0-9a-f-]{36}$/);
+  const id = /[0-9a-f-]{36}$/.exec(page.url())?.[0];
+  if (!id) throw new Error(`no run id in ${page.url()}`);
+  return id;
 }
