@@ -35,6 +35,7 @@ let owner: { page: Page; problems: string[] } | null = null;
 /** The main team; the ceiling team has runs_per_hour = 2. */
 let team: TeamFixture;
 let ceilingTeam: TeamFixture;
+let freeTeam: TeamFixture;
 let png: Buffer;
 
 /** True when the run routes answer (401 without a session), not 404 unknown path. */
@@ -53,6 +54,9 @@ before(async () => {
   team = await makeTeam(s.database.db, { plan: 'pro', sparks: 500 });
   ceilingTeam = await makeTeam(s.database.db, { plan: 'pro', sparks: 500 });
   await updateTeam(s.database.db.pool, ceilingTeam.teamId, { runsPerHour: 2 });
+  // Made on Pro (a key needs a paid plan), then moved to Free.
+  freeTeam = await makeTeam(s.database.db, { plan: 'pro', sparks: 50 });
+  await updateTeam(s.database.db.pool, freeTeam.teamId, { plan: 'free' });
 });
 after(async () => {
   await worker?.stop(5_000);
@@ -261,6 +265,20 @@ describe('runs, playground and usage in Chromium', () => {
     await temperature.fill('10');
     await page.getByText(/^Estimate: \d+ Sparks$/).waitFor();
     assert.equal(await temperature.getAttribute('aria-invalid'), null);
+    assert.deepEqual(problems, []);
+    await page.context().close();
+  });
+
+  test('a Free team sees why the playground is closed, and no form', async (t) => {
+    if (!present) return t.skip(MISSING);
+    assert.ok(browser);
+    const { page, problems } = await newPage(browser);
+    await acceptInvite(page, await inviteLinkFor(s, freeTeam.memberId), PASSWORD);
+    await openPage(page, 'Playground');
+    await page.getByRole('note').getByText(/Free plan/).waitFor();
+    assert.equal(await page.getByLabel('Tool', { exact: true }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: 'Run', exact: true }).count(), 0);
+    await assertAccessible(page, "a Free team's playground");
     assert.deepEqual(problems, []);
     await page.context().close();
   });
