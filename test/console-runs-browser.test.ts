@@ -129,13 +129,30 @@ describe('runs, playground and usage in Chromium', () => {
     });
     const row = ledger.getByRole('row').filter({ has: page.locator(`a[href="/console/runs/${runId}"]`) });
     assert.match(await row.innerText(), /Release[\s\S]*\+3/);
+
+    // Another run, left queued for the next test: the runs page shows it working.
+    await openPage(page, 'Playground');
+    await fillPlayground(page, 'image_upscale', 'Image', { name: 'later.png', buffer: png });
+    await clickRun(page);
+    await waitStatus(page, 'Queued');
+    await openPage(page, 'Runs');
+    const queued = page.getByRole('region', { name: 'Runs', exact: true }).locator('tbody tr').first();
+    await queued.getByText('Queued', { exact: true }).waitFor();
+    await queued.getByRole('progressbar').waitFor();
     assert.deepEqual(owner?.problems, []);
   });
 
   test('upload a PNG in the playground, run image_upscale: progress reaches the end, before/after preview, download has the listed size; /v1 does not see the app run', async (t) => {
     const page = ownerPage(t);
     if (!page) return;
+    // The runs page follows the queued run to its end by itself, without reloading the page.
+    await page.evaluate(() => ((window as unknown as { notReloaded: boolean }).notReloaded = true));
     worker = await startTestWorker(s, createToolRegistry(), { concurrency: 2 });
+    const first = page.getByRole('region', { name: 'Runs', exact: true }).locator('tbody tr').first();
+    await first.getByText('Succeeded', { exact: true }).waitFor();
+    assert.equal(await first.getByRole('progressbar').count(), 0, 'no progress bar on a final run');
+    assert.equal(await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded), true);
+
     // The tool named in the address is the one chosen.
     await page.goto(`${s.url}/console/playground?tool=image_upscale`);
     await page.getByRole('heading', { level: 1, name: 'Playground' }).waitFor();
@@ -187,14 +204,15 @@ describe('runs, playground and usage in Chromium', () => {
     await openPage(page, 'Runs');
     const rows = page.getByRole('region', { name: 'Runs', exact: true }).locator('tbody tr');
     await page.getByRole('link', { name: 'Upscale image' }).first().waitFor();
-    assert.equal(await rows.count(), 2);
+    assert.equal(await rows.count(), 3);
     assert.match(await rows.nth(0).innerText(), /Succeeded[\s\S]*App/);
-    assert.match(await rows.nth(1).innerText(), /Canceled[\s\S]*App/);
+    assert.match(await rows.nth(1).innerText(), /Succeeded[\s\S]*App/);
+    assert.match(await rows.nth(2).innerText(), /Canceled[\s\S]*App/);
     await page.getByLabel('Status', { exact: true }).selectOption('canceled');
     await page.waitForFunction(() => document.querySelectorAll('[aria-label="Runs"] tbody tr').length === 1);
     assert.match(await rows.nth(0).innerText(), /Canceled/);
     await page.getByLabel('Status', { exact: true }).selectOption('');
-    await page.waitForFunction(() => document.querySelectorAll('[aria-label="Runs"] tbody tr').length === 2);
+    await page.waitForFunction(() => document.querySelectorAll('[aria-label="Runs"] tbody tr').length === 3);
     await assertAccessible(page, 'the runs page');
     await screenshot(page, 'runs');
     // A row leads to its run's page.

@@ -1,6 +1,6 @@
 // Runs: every run of the team, API and app, newest first, filtered by tool, status, key and member,
 // a page at a time. While any row shown is still queued or running the page asks again every 2 s.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { RUN_STATUSES, type RunFilters, type RunList, type RunStatus } from '../../api-runs.ts';
 import type { ConsoleApi } from '../../api.ts';
 import { SelectField } from '../../components/field.tsx';
@@ -110,7 +110,14 @@ export function RunsPage(p: { api: ConsoleApi }) {
   }, [filters, pager.cursor]);
 
   const working = Boolean(list?.data.some((r) => !isFinal(r.status)));
-  usePolling(working && !loading, async () => setList(await load()));
+  // An answer for filters or a page no longer shown is dropped.
+  const shown = useRef('');
+  shown.current = JSON.stringify([filters, pager.cursor]);
+  usePolling(working && !loading, async () => {
+    const asked = shown.current;
+    const fresh = await load();
+    if (asked === shown.current) setList(fresh);
+  });
 
   return (
     <>
