@@ -388,22 +388,40 @@ describe('the console API document', () => {
     const doc = (await socketRequest(s.url, '/console/api/openapi.json')).json<{ openapi: string; paths: Record<string, Record<string, unknown>>; components: { schemas: Record<string, unknown> } }>();
     assert.equal(doc.openapi, '3.1.0');
     assert.deepEqual(Object.keys(doc.paths).sort(), [
+      '/console/api/files/upload-url',
+      '/console/api/files/{file_id}/complete',
       '/console/api/invites/accept',
       '/console/api/keys',
       '/console/api/keys/{id}/revoke',
+      '/console/api/ledger',
       '/console/api/members',
       '/console/api/members/{id}',
       '/console/api/members/{id}/invite',
       '/console/api/openapi.json',
       '/console/api/overview',
+      '/console/api/runs',
+      '/console/api/runs/{run_id}',
+      '/console/api/runs/{run_id}/cancel',
+      '/console/api/runs/{run_id}/inputs/{file_id}/url',
+      '/console/api/runs/{run_id}/outputs/{asset_id}/url',
       '/console/api/session',
+      '/console/api/tools',
+      '/console/api/tools/{tool_id}/estimate',
+      '/console/api/tools/{tool_id}/runs',
+      '/console/api/usage',
       '/console/api/webhooks',
       '/console/api/webhooks/{id}',
       '/console/api/webhooks/{id}/deliveries',
       '/console/api/webhooks/{id}/deliveries/{delivery_id}/redeliver',
       '/console/api/webhooks/{id}/test',
     ]);
-    for (const name of ['ErrorResponse', 'WebhookEndpoint', 'CreatedWebhookEndpoint', 'WebhookTest']) assert.ok(doc.components.schemas[name], name);
+    for (const name of ['ErrorResponse', 'WebhookEndpoint', 'CreatedWebhookEndpoint', 'WebhookTest', 'Tool', 'ToolInput', 'FileUpload', 'File', 'Estimate', 'OutputUrl']) {
+      assert.ok(doc.components.schemas[name], name);
+    }
+    const ids = Object.values(doc.paths).flatMap((ops) => Object.values(ops).map((op) => (op as { operationId?: string }).operationId));
+    assert.equal(new Set(ids).size, ids.length, 'operation ids are unique');
+    const list = doc.paths['/console/api/runs']?.get as { parameters: { name: string; in: string }[] };
+    assert.deepEqual(list.parameters.map((p) => `${p.in}:${p.name}`).sort(), ['query:api_key_id', 'query:cursor', 'query:limit', 'query:member_id', 'query:source', 'query:status', 'query:tool_id']);
     const v1 = (await socketRequest(s.url, '/v1/openapi.json')).json<{ paths: Record<string, unknown> }>();
     assert.ok(!Object.keys(v1.paths).some((p) => p.startsWith('/console')));
   });
