@@ -230,6 +230,23 @@ describe('runs, playground and usage in Chromium', () => {
     assert.deepEqual(owner?.problems, []);
   });
 
+  test('an API run of brand_kit_extract on an image: the run page draws the kit as colour swatches', async (t) => {
+    const page = ownerPage(t);
+    if (!page) return;
+    const fileId = await uploadReadyFile(s.url, team.key, png, 'brand.png', 'image/png');
+    const started = await api<{ id: string }>(s.url, team.key, 'POST', '/v1/tools/brand_kit_extract/runs', { inputs: { files: [fileId] } });
+    assert.equal(started.status, 202, JSON.stringify(started.body));
+    await page.goto(`${s.url}/console/runs/${started.body.id}`);
+    await page.getByRole('heading', { level: 1, name: 'Extract brand kit' }).waitFor();
+    await waitStatus(page, 'Succeeded');
+    await page.getByRole('heading', { name: 'Colours' }).waitFor();
+    assert.ok((await page.locator('.swatch').count()) > 0, 'at least one swatch');
+    assert.match((await page.locator('.swatch').first().innerText()).trim(), /^#[0-9a-f]{6}$/);
+    await page.getByRole('button', { name: /^Download .*\.json$/ }).waitFor();
+    await assertAccessible(page, 'a brand kit run page');
+    assert.deepEqual(owner?.problems, []);
+  });
+
   test('a ceiling of 2 runs an hour: one app run and one API run, then the third start is 429 in the console and on /v1', async (t) => {
     if (!present) return t.skip(MISSING);
     assert.ok(browser);
