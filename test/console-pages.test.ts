@@ -7,6 +7,7 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { startTestServer, type TestServer } from './helpers/server.js';
+import { consoleCsp, storageOrigin } from '../src/console/pages.js';
 
 let s: TestServer;
 
@@ -48,11 +49,31 @@ function assertSecurityHeaders(res: Fetched, what: string): void {
   assert.match(csp, /(^|; )script-src 'self'(;|$)/, what);
   assert.match(csp, /(^|; )style-src 'self'(;|$)/, what);
   assert.match(csp, /(^|; )connect-src 'self'(;|$)/, what);
+  // Output previews: images and videos (a missing media-src falls back to default-src 'none').
+  assert.match(csp, /(^|; )img-src 'self'(;|$)/, what);
+  assert.match(csp, /(^|; )media-src 'self'(;|$)/, what);
   assert.match(csp, /(^|; )frame-ancestors 'none'(;|$)/, what);
   assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|https?:|\*/, what);
   assert.equal(res.headers.get('x-content-type-options'), 'nosniff', what);
   assert.equal(res.headers.get('referrer-policy'), 'no-referrer', what);
 }
+
+describe('the console CSP with S3 storage', () => {
+  const s3 = { kind: 's3' as const, bucket: 'media', prefix: '', region: 'eu-west-1' };
+  test("previews, part uploads and JSON may come from the storage's origin; scripts and styles never", () => {
+    const csp = consoleCsp(storageOrigin({ ...s3, endpoint: 'http://127.0.0.1:9000/', forcePathStyle: true }));
+    for (const d of ['img-src', 'media-src', 'connect-src']) assert.match(csp, new RegExp(`(^|; )${d} 'self' http://127\\.0\\.0\\.1:9000(;|$)`), d);
+    assert.match(csp, /(^|; )script-src 'self'(;|$)/);
+    assert.match(csp, /(^|; )style-src 'self'(;|$)/);
+  });
+  test('the origin of the signed URLs: path style at the endpoint, virtual-hosted under the bucket, AWS by region', () => {
+    assert.equal(storageOrigin({ ...s3, endpoint: 'https://minio.example:9000', forcePathStyle: true }), 'https://minio.example:9000');
+    assert.equal(storageOrigin({ ...s3, endpoint: 'https://r2.example', forcePathStyle: false }), 'https://media.r2.example');
+    assert.equal(storageOrigin({ ...s3, endpoint: null, forcePathStyle: false }), 'https://media.s3.eu-west-1.amazonaws.com');
+    assert.equal(storageOrigin({ ...s3, endpoint: null, forcePathStyle: true }), 'https://s3.eu-west-1.amazonaws.com');
+    assert.equal(storageOrigin({ kind: 'local', root: '/x', partLockWaitMs: 1 }), null);
+  });
+});
 
 describe('console pages', () => {
   test('/console and every page path under it answer the same index.html, with no inline script or style', async () => {

@@ -2,6 +2,7 @@
 // bundle it loads is served under /console/assets/. /console/api/ belongs to the JSON routes.
 import fs from 'node:fs';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { StorageConfig } from '../config/config.js';
 import { ApiError } from '../http/errors.js';
 import { ASSET_PREFIX, bundleInMemory, prebuiltDir, readBundle, sourceEntry, type Asset, type ConsoleAssets } from './bundle.js';
 
@@ -10,35 +11,55 @@ const API_PREFIX = '/console/api/';
 
 /**
  * Everything the page loads comes from this origin, and nothing inline runs: a script injected
- * through some field would need an inline script or another origin, and both are refused.
+ * through some field would need an inline script or another origin, and both are refused. The
+ * one other origin allowed is the storage's (`storageOrigin`, S3's for signed URLs): previews
+ * (images, videos), part uploads and brand-kit JSON are fetched from there, never scripts.
  */
-export const CONSOLE_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self'",
-  "connect-src 'self'",
-  "font-src 'self'",
-  "manifest-src 'self'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+export function consoleCsp(storageOrigin: string | null = null): string {
+  const files = storageOrigin ? `'self' ${storageOrigin}` : "'self'";
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    `img-src ${files}`,
+    `media-src ${files}`,
+    `connect-src ${files}`,
+    "font-src 'self'",
+    "manifest-src 'self'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
 
-const SECURITY_HEADERS: Record<string, string> = {
-  'Content-Security-Policy': CONSOLE_CSP,
-  'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
-  'X-Frame-Options': 'DENY',
-  'Cross-Origin-Opener-Policy': 'same-origin',
-  'Cross-Origin-Resource-Policy': 'same-origin',
-};
+/** The origin signed URLs of this storage point at, when not the service's own. */
+export function storageOrigin(storage: StorageConfig): string | null {
+  if (storage.kind === 'local') return null;
+  if (storage.endpoint) {
+    const u = new URL(storage.endpoint);
+    return storage.forcePathStyle ? u.origin : `${u.protocol}//${storage.bucket}.${u.host}`;
+  }
+  return storage.forcePathStyle ? `https://s3.${storage.region}.amazonaws.com` : `https://${storage.bucket}.s3.${storage.region}.amazonaws.com`;
+}
+
+function securityHeaders(csp: string): Record<string, string> {
+  return {
+    'Content-Security-Policy': csp,
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+    'X-Frame-Options': 'DENY',
+    'Cross-Origin-Opener-Policy': 'same-origin',
+    'Cross-Origin-Resource-Policy': 'same-origin',
+  };
+}
 
 export interface ConsolePagesDeps {
   /** The 404 message as the server words it for any unknown path. */
   notFoundMessage: (method: string, url: string) => string;
   /** Where a built bundle is looked for; defaults to next to this module (dist/console/assets). */
   prebuilt?: string;
+  /** The origin of the storage's signed URLs when it is not this service (S3). */
+  storageOrigin?: string | null;
 }
 
 function acceptsGzip(request: FastifyRequest): boolean {
@@ -46,11 +67,11 @@ function acceptsGzip(request: FastifyRequest): boolean {
   return typeof accept === 'string' && /\bgzip\b/i.test(accept) && !/\bgzip;\s*q=0(\.0*)?\b/i.test(accept);
 }
 
-function send(request: FastifyRequest, reply: FastifyReply, body: Buffer, gzip: Buffer, contentType: string, cacheControl: string) {
+function send(request: FastifyRequest, reply: FastifyReply, headers: Record<string, string>, body: Buffer, gzip: Buffer, contentType: string, cacheControl: string) {
   reply.header('Content-Type', contentType);
   reply.header('Cache-Control', cacheControl);
   reply.header('Vary', 'Accept-Encoding');
-  for (const [name, value] of Object.entries(SECURITY_HEADERS)) reply.header(name, value);
+  for (const [name, value] of Object.entries(headers)) reply.header(name, value);
   if (acceptsGzip(request)) {
     reply.header('Content-Encoding', 'gzip');
     return reply.send(gzip);
@@ -64,6 +85,7 @@ function send(request: FastifyRequest, reply: FastifyReply, body: Buffer, gzip: 
  */
 export function consolePages(deps: ConsolePagesDeps): FastifyPluginAsync {
   return async (app) => {
+    const headers = securityHeaders(consoleCsp(deps.storageOrigin ?? null));
     const dir = deps.prebuilt ?? prebuiltDir();
     const entry = sourceEntry();
     const prebuilt = readBundle(dir);
@@ -88,7 +110,7 @@ export function consolePages(deps: ConsolePagesDeps): FastifyPluginAsync {
       // The JSON routes answer their own paths; one that none of them has is a plain 404 here.
       if (path.startsWith(API_PREFIX) || path.startsWith(ASSET_PREFIX)) throw notFound(request);
       const a = await assets();
-      return send(request, reply, a.indexHtml, a.indexHtmlGzip, 'text/html; charset=utf-8', 'no-cache');
+      return send(request, reply, headers, a.indexHtml, a.indexHtmlGzip, 'text/html; charset=utf-8', 'no-cache');
     };
 
     app.get(CONSOLE_PREFIX, { schema: { hide: true } }, page);
@@ -108,7 +130,7 @@ export function consolePages(deps: ConsolePagesDeps): FastifyPluginAsync {
       const file: Asset | undefined = a.files.get(request.params['*']);
       if (!file) throw notFound(request);
       const cache = file.immutable ? 'public, max-age=31536000, immutable' : 'public, max-age=3600';
-      return send(request, reply, file.body, file.gzip, file.contentType, cache);
+      return send(request, reply, headers, file.body, file.gzip, file.contentType, cache);
     });
   };
 }

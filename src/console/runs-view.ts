@@ -91,7 +91,9 @@ export interface LedgerRow {
 
 export async function runLedger(db: Queryable, teamId: string, runId: string): Promise<LedgerRow[]> {
   const { rows } = await db.query<LedgerRow>(
-    `SELECT id::text AS id, kind, amount, run_id, note, created_at FROM ledger_entries WHERE run_id = $1::uuid AND team_id = $2::uuid ORDER BY id`,
+    // Ordered by the column, not by the text alias (which would put 10 before 9).
+    `SELECT l.id::text AS id, l.kind, l.amount, l.run_id, l.note, l.created_at FROM ledger_entries l
+      WHERE l.run_id = $1::uuid AND l.team_id = $2::uuid ORDER BY l.id`,
     [runId, teamId],
   );
   return rows;
@@ -100,10 +102,10 @@ export async function runLedger(db: Queryable, teamId: string, runId: string): P
 /** A page of the team's ledger, newest first; one more than `limit` when there is a next page. */
 export async function teamLedger(db: Queryable, teamId: string, f: { kind?: string | undefined; runId?: string | undefined; before?: string | undefined; limit: number }): Promise<LedgerRow[]> {
   const { rows } = await db.query<LedgerRow>(
-    `SELECT id::text AS id, kind, amount, run_id, note, created_at FROM ledger_entries
-      WHERE team_id = $1::uuid AND ($2::text IS NULL OR kind = $2::text) AND ($3::uuid IS NULL OR run_id = $3::uuid)
-        AND ($4::bigint IS NULL OR id < $4::bigint)
-      ORDER BY id DESC LIMIT $5::integer`,
+    `SELECT l.id::text AS id, l.kind, l.amount, l.run_id, l.note, l.created_at FROM ledger_entries l
+      WHERE l.team_id = $1::uuid AND ($2::text IS NULL OR l.kind = $2::text) AND ($3::uuid IS NULL OR l.run_id = $3::uuid)
+        AND ($4::bigint IS NULL OR l.id < $4::bigint)
+      ORDER BY l.id DESC LIMIT $5::integer`,
     [teamId, f.kind ?? null, f.runId ?? null, f.before ?? null, f.limit + 1],
   );
   return rows;

@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import { AUTH_CHANNEL, KeyCache } from '../auth/key-cache.js';
 import { KeyUsage } from '../auth/key-usage.js';
 import { createAuthHook } from '../auth/plugin.js';
-import { consolePages } from '../console/pages.js';
+import { consolePages, storageOrigin } from '../console/pages.js';
 import { consoleApi } from '../console/plugin.js';
 import type { Config } from '../config/config.js';
 import { isDbUnavailable } from '../db/errors.js';
@@ -258,7 +258,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(runRoutes({ config, db, tools, storage: deps.storage, teamChanged }));
   await app.register(webhookRoutes({ config, db }));
   await app.register(consoleApi({ config, db, tools, storage: deps.storage, media: deps.media, teamChanged }));
-  await app.register(consolePages({ notFoundMessage }));
+  await app.register(consolePages({ notFoundMessage, storageOrigin: storageOrigin(config.storage) }));
   // The local backend serves its signed part and download URLs itself; S3 serves its own.
   if (deps.storage instanceof LocalStorage) await app.register(localStorageRoutes(deps.storage, config.httpTimeouts));
   if (deps.extraRoutes) await app.register(deps.extraRoutes);
