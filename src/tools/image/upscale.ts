@@ -1,14 +1,16 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import sharp, { type Metadata } from 'sharp';
+import sharp, { type Metadata, type Sharp } from 'sharp';
 import { ToolError, type RunContext, type ToolOutput } from '../manifest.js';
 import { abortable, configureSharp, decodeFailure, orientedSize, outputFormat, outputName, throwIfStopped } from './common.js';
+import { lanczos2xPasses } from './lanczos.js';
 import { UPSCALE, UPSCALE_MAX_INPUT_PIXELS, upscaleLimitProblem } from './upscale-rules.js';
 
-/** image_upscale: 2x each side, Lanczos3 and a light sharpen, orientation applied, profile kept. */
-
-/** Light sharpening after the resample: a small radius, gentle on flat areas and on edges. */
-const SHARPEN = { sigma: 0.6, m1: 0.5, m2: 1.5 } as const;
+/**
+ * image_upscale: 2x each side with a centred Lanczos3 (lanczos.ts), orientation applied, profile
+ * kept. No sharpening: measured against the reference it only moved the output away from it
+ * (docs/decisions.md).
+ */
 
 export interface UpscaleOptions {
   input: string;
@@ -38,24 +40,51 @@ export async function upscaleImage(opts: UpscaleOptions): Promise<ToolOutput> {
   opts.progress(0.1);
 
   const format = outputFormat(meta);
-  let img = open()
-    .timeout({ seconds: opts.timeoutSeconds })
-    .rotate()
-    .resize(width * UPSCALE.scale, height * UPSCALE.scale, { kernel: 'lanczos3', fit: 'fill' })
-    .sharpen(SHARPEN);
+  const depth = meta.depth === 'ushort' ? 'ushort' : 'uchar';
+  const passes = lanczos2xPasses(depth, { alpha: meta.hasAlpha === true });
+  // The bands resampled: a CMYK input arrives converted to sRGB (3, or 4 with alpha).
+  const bands = meta.space === 'cmyk' ? (meta.hasAlpha ? 4 : 3) : (meta.channels ?? 3);
+  const shift = (add: number) => [new Array<number>(bands).fill(1), new Array<number>(bands).fill(add)] as const;
   // Keep the input's ICC profile and its pixel values (no conversion to sRGB). A CMYK input is
-  // converted to sRGB instead: a CMYK profile cannot describe the RGB pixels sharp resizes.
-  if (meta.hasProfile && meta.space !== 'cmyk') img = img.keepIccProfile();
-  // 16-bit PNG and TIFF stay 16-bit (sharp writes 8 bits unless told).
-  if (meta.depth === 'ushort' && (format.ext === 'png' || format.ext === 'tiff')) {
-    img = img.toColourspace(meta.space === 'grey16' || meta.space === 'b-w' ? 'grey16' : 'rgb16');
+  // converted to sRGB instead: a CMYK profile cannot describe the RGB pixels that are resampled.
+  const keepProfile = meta.hasProfile === true && meta.space !== 'cmyk';
+  const sixteen = (img: Sharp) => (meta.space === 'grey16' || meta.space === 'b-w' ? img.toColourspace('grey16') : img.toColourspace('rgb16'));
+  // Pass 1 (horizontal) goes through an uncompressed PNG in the work directory: it carries the
+  // profile, alpha and 16-bit samples to pass 2 unchanged (a raw buffer loses the profile), and
+  // PNG stores the 8- or 16-bit samples the headroom in lanczos.ts is made for (a TIFF would keep
+  // libvips' float result and be read back as linear light).
+  const between = path.join(opts.outDir, '.upscale-horizontal.png');
+  try {
+    let first = open()
+      .timeout({ seconds: opts.timeoutSeconds })
+      .rotate()
+      .resize(width * UPSCALE.scale, height, { kernel: 'nearest', fit: 'fill' })
+      .convolve(passes.horizontal.kernel)
+      .linear(...shift(passes.horizontal.add));
+    if (keepProfile) first = first.keepIccProfile();
+    if (depth === 'ushort') first = sixteen(first);
+    await abortable(first.png({ compressionLevel: 0, adaptiveFiltering: false }).toFile(between), opts.signal);
+  } catch (err) {
+    throwIfStopped(opts.signal);
+    throw decodeFailure(err);
   }
+  opts.progress(0.5);
+  let img = sharp(between, { limitInputPixels: false, failOn: 'error' })
+    .timeout({ seconds: opts.timeoutSeconds })
+    .resize(width * UPSCALE.scale, height * UPSCALE.scale, { kernel: 'nearest', fit: 'fill' })
+    .convolve(passes.vertical.kernel)
+    .linear(...shift(passes.vertical.add));
+  if (keepProfile) img = img.keepIccProfile();
+  // 16-bit PNG and TIFF stay 16-bit (sharp writes 8 bits unless told).
+  if (depth === 'ushort' && (format.ext === 'png' || format.ext === 'tiff')) img = sixteen(img);
   let bytes: Buffer;
   try {
     bytes = await abortable(format.encode(img).toBuffer(), opts.signal);
   } catch (err) {
     throwIfStopped(opts.signal);
     throw decodeFailure(err);
+  } finally {
+    await fs.rm(between, { force: true });
   }
   opts.progress(0.9);
   throwIfStopped(opts.signal);
