@@ -43,6 +43,12 @@ export const BENCHES: BenchEntry[] = [
     quickEnv: { BENCH_ROUNDS: '1' },
   },
   {
+    name: 'quality',
+    title: 'image_upscale against a textbook centred Lanczos3 on natural photographs',
+    script: 'bench/quality.ts',
+    quickEnv: {},
+  },
+  {
     name: 'webhooks',
     title: 'webhook delivery latency and rate vs plain signed POSTs',
     script: 'bench/webhooks.ts',

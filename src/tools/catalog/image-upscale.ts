@@ -9,7 +9,7 @@ const TIMEOUT_SECONDS = 300;
 export const imageUpscale: ToolManifest = {
   id: 'image_upscale',
   name: 'Upscale image',
-  description: 'Doubles the width and height of an image with Lanczos resampling and a light sharpen, keeping its format and colour profile.',
+  description: 'Doubles the width and height of an image with a centred Lanczos3 resample, keeping its format and colour profile.',
   family: 'enhance',
   outputKind: 'image',
   consent: 'none',
