@@ -13,6 +13,7 @@ const SDK_METHODS: Record<string, (c: Toolrun) => unknown> = {
   estimateRun: (c) => c.tools.estimate,
   startRun: (c) => c.runs.start,
   getRun: (c) => c.runs.get,
+  listRuns: (c) => c.runs.list,
   cancelRun: (c) => c.runs.cancel,
   getOutputUrl: (c) => c.runs.outputUrl,
   createFileUpload: (c) => c.files.upload,

@@ -117,6 +117,46 @@ export async function getOutputs(db: Queryable, runId: string): Promise<OutputRo
   return rows;
 }
 
+export interface ApiRunFilters {
+  status?: string | undefined;
+  toolId?: string | undefined;
+  createdAfter?: string | undefined;
+  createdBefore?: string | undefined;
+  /** The id of the run the page starts after (it must be one of the team's API runs). */
+  startingAfter?: string | undefined;
+  limit: number;
+}
+
+/**
+ * A page of the team's API runs, newest first (created_at, then id, at full precision); one more
+ * than `limit` when another page follows. App runs are never read here. The time filters compare
+ * created_at as the API shows it (to the millisecond), so a run's own created_at excludes it.
+ */
+export async function listApiRuns(db: Queryable, teamId: string, f: ApiRunFilters): Promise<RunRow[]> {
+  const { rows } = await db.query<RunRow>(
+    `SELECT ${RUN_COLUMNS} FROM runs r
+      WHERE r.team_id = $1::uuid AND r.source = 'api'
+        AND ($2::text IS NULL OR r.status = $2::text)
+        AND ($3::text IS NULL OR r.tool_id = $3::text)
+        AND ($4::timestamptz IS NULL OR date_trunc('milliseconds', r.created_at) > $4::timestamptz)
+        AND ($5::timestamptz IS NULL OR date_trunc('milliseconds', r.created_at) < $5::timestamptz)
+        AND ($6::uuid IS NULL OR (r.created_at, r.id) < (SELECT c.created_at, c.id FROM runs c WHERE c.id = $6::uuid))
+      ORDER BY r.created_at DESC, r.id DESC
+      LIMIT $7::integer`,
+    [teamId, f.status ?? null, f.toolId ?? null, f.createdAfter ?? null, f.createdBefore ?? null, f.startingAfter ?? null, f.limit + 1],
+  );
+  return rows;
+}
+
+/** The outputs of several runs, by run id. */
+export async function getOutputsOf(db: Queryable, runIds: string[]): Promise<Map<string, OutputRow[]>> {
+  const byRun = new Map<string, OutputRow[]>(runIds.map((id) => [id, []]));
+  if (!runIds.length) return byRun;
+  const { rows } = await db.query<OutputRow>(`SELECT ${OUTPUT_COLUMNS} FROM run_outputs WHERE run_id = ANY ($1::uuid[]) ORDER BY position`, [runIds]);
+  for (const o of rows) byRun.get(o.run_id)?.push(o);
+  return byRun;
+}
+
 export async function findByIdempotencyKey(db: Queryable, teamId: string, key: string): Promise<RunRow | null> {
   const { rows } = await db.query<RunRow>(
     `SELECT ${RUN_COLUMNS} FROM runs WHERE team_id = $1::uuid AND idempotency_key = $2::text AND source = 'api'`,

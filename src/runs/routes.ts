@@ -10,19 +10,22 @@ import {
   OutputUrlSchema,
   RunBodySchema,
   RunIdParamsSchema,
+  RunListQuerySchema,
+  RunListSchema,
   RunOutputSchema,
   RunSchema,
   StartHeadersDocumented,
   StartHeadersSchema,
   ToolIdParamsSchema,
 } from './schemas.js';
-import { cancelRun, checkTool, estimate, getRun, outputUrl, startRun, type RunActor, type RunRequest, type RunsDeps } from './service.js';
+import { cancelRun, checkTool, estimate, getRun, listRuns, outputUrl, startRun, type RunActor, type RunRequest, type RunsDeps } from './service.js';
 
 export function runSchemas(app: { addSchema(s: unknown): unknown }): void {
   app.addSchema(EstimateSchema);
   app.addSchema(RunOutputSchema);
   app.addSchema(RunSchema);
   app.addSchema(OutputUrlSchema);
+  app.addSchema(RunListSchema);
 }
 
 export const TOOL_ERRORS = ['tool_not_found', 'tool_execution_pipeline', 'consent_required', 'insufficient_sparks'] as const;
@@ -96,6 +99,27 @@ export function runRoutes(deps: RunsDeps & { teamChanged(teamId: string): void }
         if (started.replayed) reply.header('Idempotent-Replayed', 'true');
         return reply.status(202).send(started.run);
       },
+    );
+
+    app.get(
+      '/v1/runs',
+      {
+        config: { scope: 'read' },
+        // Query values arrive as text and bodies are not coerced: a limit of digits is read as the number it spells.
+        preValidation: async (request: FastifyRequest) => {
+          const q = request.query as Record<string, unknown>;
+          if (typeof q.limit === 'string' && /^[0-9]{1,3}$/.test(q.limit)) q.limit = Number(q.limit);
+        },
+        schema: {
+          operationId: 'listRuns',
+          summary: "Runs started with this team's API keys, newest first, a page at a time",
+          description: 'Pages by starting_after (the last id of the previous page) while has_more is true. Runs started in the app are not listed.',
+          tags: ['runs'],
+          querystring: RunListQuerySchema,
+          response: { 200: Type.Ref('RunList', { description: 'A page of runs' }), ...errorResponses(...AUTH_ERRORS) },
+        },
+      },
+      async (request) => listRuns(deps, requireAuth(request).teamId, request.query),
     );
 
     app.get(

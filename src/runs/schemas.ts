@@ -80,6 +80,32 @@ export const RunOutputSchema = Type.Object(
 );
 export type RunOutput = Static<typeof RunOutputSchema>;
 
+const EXAMPLE_RUN = {
+  object: 'run',
+  id: EXAMPLE_RUN_ID,
+  tool_id: 'image_upscale',
+  product_id: 'image_upscale',
+  status: 'succeeded',
+  progress: 1,
+  cost_sparks: 3,
+  outputs: [
+    {
+      asset_id: EXAMPLE_ASSET_ID,
+      mime_type: 'image/png',
+      width: 1280,
+      height: 960,
+      duration_seconds: null,
+      size_bytes: 1843202,
+      file_name: 'photo-upscaled.png',
+    },
+  ],
+  error: null,
+  api_key_id: EXAMPLE_KEY_ID,
+  created_at: '2025-05-01T09:30:00.000Z',
+  started_at: '2025-05-01T09:30:01.250Z',
+  finished_at: '2025-05-01T09:30:03.900Z',
+};
+
 export const RunSchema = Type.Object(
   {
     object: Type.Literal('run'),
@@ -103,36 +129,41 @@ export const RunSchema = Type.Object(
     additionalProperties: false,
     $id: 'Run',
     title: 'run',
-    examples: [
-      {
-        object: 'run',
-        id: EXAMPLE_RUN_ID,
-        tool_id: 'image_upscale',
-        product_id: 'image_upscale',
-        status: 'succeeded',
-        progress: 1,
-        cost_sparks: 3,
-        outputs: [
-          {
-            asset_id: EXAMPLE_ASSET_ID,
-            mime_type: 'image/png',
-            width: 1280,
-            height: 960,
-            duration_seconds: null,
-            size_bytes: 1843202,
-            file_name: 'photo-upscaled.png',
-          },
-        ],
-        error: null,
-        api_key_id: EXAMPLE_KEY_ID,
-        created_at: '2025-05-01T09:30:00.000Z',
-        started_at: '2025-05-01T09:30:01.250Z',
-        finished_at: '2025-05-01T09:30:03.900Z',
-      },
-    ],
+    examples: [EXAMPLE_RUN],
   },
 );
 export type Run = Static<typeof RunSchema>;
+
+export const RunListSchema = Type.Object(
+  {
+    object: Type.Literal('list'),
+    data: Type.Array(Type.Ref('Run'), { description: "Runs started with this team's API keys, newest first" }),
+    has_more: Type.Boolean({ description: 'true when more runs follow: pass the last id as starting_after for the next page' }),
+  },
+  {
+    additionalProperties: false,
+    $id: 'RunList',
+    title: 'list of run',
+    examples: [{ object: 'list', data: [EXAMPLE_RUN], has_more: false }],
+  },
+);
+
+export const RUN_LIST_MAX = 100;
+export const RUN_LIST_DEFAULT = 20;
+const RUN_STATUS_ENUM = ['queued', 'running', 'succeeded', 'failed', 'canceled'];
+
+export const RunListQuerySchema = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: RUN_LIST_MAX, default: RUN_LIST_DEFAULT, description: `Runs per page, 1 to ${RUN_LIST_MAX}` })),
+    starting_after: Type.Optional(Type.String({ format: 'uuid', description: 'The id of the last run of the previous page: the page starts after it' })),
+    status: Type.Optional(Type.String({ enum: RUN_STATUS_ENUM, description: 'Only runs in this state' })),
+    tool_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only runs of this tool' })),
+    created_after: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs created after this instant (exclusive)' })),
+    created_before: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs created before this instant (exclusive)' })),
+  },
+  { additionalProperties: false },
+);
+export type RunListQuery = Static<typeof RunListQuerySchema>;
 
 export const OutputUrlSchema = Type.Object(
   {

@@ -9,8 +9,8 @@ import type { Storage } from '../storage/storage.js';
 import type { ToolManifest } from '../tools/manifest.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { elementIds, resolveInputs, type PriceMode, type ResolvedInputs } from './inputs.js';
-import { findByIdempotencyKey, getOutputs, getTeamRun, insertRun, runResource, runsThisHour, type RunRow, type RunSource } from './repository.js';
-import type { Estimate, OutputUrl, Run, RunBody } from './schemas.js';
+import { findByIdempotencyKey, getOutputs, getOutputsOf, getTeamRun, insertRun, listApiRuns, runResource, runsThisHour, type RunRow, type RunSource } from './repository.js';
+import { RUN_LIST_DEFAULT, type Estimate, type OutputUrl, type Run, type RunBody, type RunListQuery } from './schemas.js';
 import { cancelLockedRun, RUNS_CHANNEL } from './transitions.js';
 
 export interface RunsDeps {
@@ -255,6 +255,25 @@ export async function getRun(deps: RunsDeps, teamId: string, runId: string): Pro
   const run = await getTeamRun(deps.db.pool, teamId, runId, API_RUNS);
   if (!run) throw runNotFound(runId, API_RUNS);
   return runResource(run, await getOutputs(deps.db.pool, run.id));
+}
+
+/** A page of the team's API runs, newest first; `starting_after` must be one of them. */
+export async function listRuns(deps: RunsDeps, teamId: string, q: RunListQuery): Promise<{ object: 'list'; data: Run[]; has_more: boolean }> {
+  if (q.starting_after !== undefined && !(await getTeamRun(deps.db.pool, teamId, q.starting_after, API_RUNS))) {
+    throw invalidRequest([{ loc: ['query', 'starting_after'], message: "is not a run started with this team's API keys", code: 'not_found' }]);
+  }
+  const limit = q.limit ?? RUN_LIST_DEFAULT;
+  const rows = await listApiRuns(deps.db.pool, teamId, {
+    status: q.status,
+    toolId: q.tool_id,
+    createdAfter: q.created_after,
+    createdBefore: q.created_before,
+    startingAfter: q.starting_after,
+    limit,
+  });
+  const page = rows.slice(0, limit);
+  const outputs = await getOutputsOf(deps.db.pool, page.filter((r) => r.status === 'succeeded').map((r) => r.id));
+  return { object: 'list', data: page.map((r) => runResource(r, outputs.get(r.id) ?? [])), has_more: rows.length > limit };
 }
 
 export function runNotFound(runId: string, sources: readonly RunSource[]): ApiError {

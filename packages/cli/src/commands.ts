@@ -174,6 +174,33 @@ export async function getCommand(client: Toolrun, ui: Ui, runId: string): Promis
   return run.status === 'failed' ? EXIT.runFailed : EXIT.ok;
 }
 
+export interface ListArgs {
+  limit?: string;
+  status?: string;
+  tool?: string;
+  after?: string;
+}
+
+/** One page of the team's API runs, newest first; the next page's command is printed while more follow. */
+export async function listCommand(client: Toolrun, ui: Ui, args: ListArgs): Promise<number> {
+  const limit = args.limit === undefined ? undefined : Number(args.limit);
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 100)) throw new UsageError('--limit takes a whole number from 1 to 100');
+  const page = await client.runs.list({
+    ...(limit !== undefined ? { limit } : {}),
+    ...(args.status ? { status: args.status as Run['status'] } : {}),
+    ...(args.tool ? { tool_id: args.tool } : {}),
+    ...(args.after ? { starting_after: args.after } : {}),
+  });
+  ui.result(page);
+  if (!page.data.length) ui.line('No runs.');
+  for (const r of page.data) {
+    ui.line(`${r.id}  ${(r.tool_id ?? '').padEnd(18)} ${r.status.padEnd(9)} ${String(r.cost_sparks).padStart(5)} Sparks  ${r.created_at ?? ''}`);
+  }
+  const last = page.data[page.data.length - 1];
+  if (page.has_more && last) ui.note(`More runs: toolrun-cli runs --after ${last.id}`);
+  return EXIT.ok;
+}
+
 export async function cancelCommand(client: Toolrun, ui: Ui, runId: string): Promise<number> {
   const run = await client.runs.cancel(runId);
   ui.result(run);

@@ -1,7 +1,7 @@
 // toolrun-cli: the Tool-Run API from a terminal. See `toolrun-cli --help`.
 import { Command, CommanderError, Option } from 'commander';
 import { Toolrun, ToolrunError } from '@toolrun/sdk';
-import { cancelCommand, downloadCommand, estimateCommand, EXIT, getCommand, meCommand, runCommand, toolsCommand, type ToolInputArgs } from './commands.ts';
+import { cancelCommand, downloadCommand, estimateCommand, EXIT, getCommand, listCommand, meCommand, runCommand, toolsCommand, type ListArgs, type ToolInputArgs } from './commands.ts';
 import { UsageError } from './inputs.ts';
 import { Ui } from './ui.ts';
 
@@ -72,6 +72,14 @@ Ctrl-C while a run is followed: at a terminal, asks whether to cancel it; otherw
       }),
     );
 
+  program
+    .command('runs')
+    .description("list the team's API runs, newest first")
+    .option('--limit <n>', 'runs per page, 1 to 100 (default 20)')
+    .option('--status <status>', 'only runs in this state: queued, running, succeeded, failed or canceled')
+    .option('--tool <tool>', 'only runs of this tool')
+    .option('--after <run_id>', 'the page after this run (the id printed at the end of the previous page)')
+    .action((opts: ListArgs) => run((ui, g) => listCommand(clientFor(g), ui, opts)));
   program.command('get').argument('<run_id>').description('show a run').action((id: string) => run((ui, g) => getCommand(clientFor(g), ui, id)));
   program.command('cancel').argument('<run_id>').description('cancel a queued or running run').action((id: string) => run((ui, g) => cancelCommand(clientFor(g), ui, id)));
   program

@@ -8,7 +8,7 @@ import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ToolrunError, errorFromResponse } from './errors.ts';
 import { fetchOnce, sleep, type Transport } from './http.ts';
 import { extensionFor } from './mime.ts';
-import { isFinal, type OutputUrl, type Run, type RunBody, type RunOutput } from './types.ts';
+import { isFinal, type ListRunsQuery, type OutputUrl, type Run, type RunBody, type RunList, type RunOutput } from './types.ts';
 
 export type RunRef = string | Pick<Run, 'id'>;
 
@@ -79,6 +79,26 @@ export class Runs {
       retry: 'idempotent',
       signal: opts.signal,
     });
+  }
+
+  /** One page of the team's API runs, newest first; pass the last id as `starting_after` while `has_more`. */
+  list(query: ListRunsQuery = {}, opts: { signal?: AbortSignal } = {}): Promise<RunList> {
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
+    const qs = params.toString();
+    return this.http.request<RunList>('GET', `/v1/runs${qs ? `?${qs}` : ''}`, { retry: 'idempotent', signal: opts.signal });
+  }
+
+  /** Every run matching the filters, newest first, fetching page after page as they are read. */
+  async *all(query: Omit<ListRunsQuery, 'starting_after'> = {}, opts: { signal?: AbortSignal } = {}): AsyncGenerator<Run> {
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.list({ ...query, ...(after ? { starting_after: after } : {}) }, opts);
+      yield* page.data;
+      const last = page.data[page.data.length - 1];
+      if (!page.has_more || !last) return;
+      after = last.id;
+    }
   }
 
   get(run: RunRef, opts: { signal?: AbortSignal } = {}): Promise<Run> {

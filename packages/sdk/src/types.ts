@@ -13,6 +13,9 @@ export type Estimate = Schemas['Estimate'];
 export type Run = Schemas['Run'];
 export type RunOutput = Schemas['RunOutput'];
 export type RunStatus = Run['status'];
+export type RunList = Schemas['RunList'];
+/** Query of GET /v1/runs: limit, starting_after, status, tool_id, created_after, created_before. */
+export type ListRunsQuery = NonNullable<operations['listRuns']['parameters']['query']>;
 export type OutputUrl = Schemas['OutputUrl'];
 export type FileUpload = Schemas['FileUpload'];
 /** A completed upload (`object: 'file'`); named so it does not shadow the global File. */

@@ -106,6 +106,26 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Runs started with this team's API keys, newest first, a page at a time
+         * @description Pages by starting_after (the last id of the previous page) while has_more is true. Runs started in the app are not listed.
+         */
+        get: operations["listRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -730,6 +750,48 @@ export type components = {
              */
             status: "queued" | "running" | "succeeded" | "failed" | "canceled";
             tool_id: string | null;
+        };
+        /**
+         * list of run
+         * @example {
+         *       "object": "list",
+         *       "data": [
+         *         {
+         *           "object": "run",
+         *           "id": "5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d",
+         *           "tool_id": "image_upscale",
+         *           "product_id": "image_upscale",
+         *           "status": "succeeded",
+         *           "progress": 1,
+         *           "cost_sparks": 3,
+         *           "outputs": [
+         *             {
+         *               "asset_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+         *               "mime_type": "image/png",
+         *               "width": 1280,
+         *               "height": 960,
+         *               "duration_seconds": null,
+         *               "size_bytes": 1843202,
+         *               "file_name": "photo-upscaled.png"
+         *             }
+         *           ],
+         *           "error": null,
+         *           "api_key_id": "3c2b1a09-8f7e-4d6c-9b5a-493827161504",
+         *           "created_at": "2025-05-01T09:30:00.000Z",
+         *           "started_at": "2025-05-01T09:30:01.250Z",
+         *           "finished_at": "2025-05-01T09:30:03.900Z"
+         *         }
+         *       ],
+         *       "has_more": false
+         *     }
+         */
+        RunList: {
+            /** @description Runs started with this team's API keys, newest first */
+            data: components["schemas"]["Run"][];
+            /** @description true when more runs follow: pass the last id as starting_after for the next page */
+            has_more: boolean;
+            /** @enum {string} */
+            object: "list";
         };
         /** run output */
         RunOutput: {
@@ -1647,6 +1709,169 @@ export interface operations {
             /** @description The service is temporarily unavailable; retry with backoff. Codes: service_unavailable. */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    listRuns: {
+        parameters: {
+            query?: {
+                /** @description Only runs created after this instant (exclusive) */
+                created_after?: string;
+                /** @description Only runs created before this instant (exclusive) */
+                created_before?: string;
+                /** @description Runs per page, 1 to 100 */
+                limit?: number;
+                /** @description The id of the last run of the previous page: the page starts after it */
+                starting_after?: string;
+                /** @description Only runs in this state */
+                status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
+                /** @description Only runs of this tool */
+                tool_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of runs */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "object": "run",
+                     *           "id": "5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d",
+                     *           "tool_id": "image_upscale",
+                     *           "product_id": "image_upscale",
+                     *           "status": "succeeded",
+                     *           "progress": 1,
+                     *           "cost_sparks": 3,
+                     *           "outputs": [
+                     *             {
+                     *               "asset_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                     *               "mime_type": "image/png",
+                     *               "width": 1280,
+                     *               "height": 960,
+                     *               "duration_seconds": null,
+                     *               "size_bytes": 1843202,
+                     *               "file_name": "photo-upscaled.png"
+                     *             }
+                     *           ],
+                     *           "error": null,
+                     *           "api_key_id": "3c2b1a09-8f7e-4d6c-9b5a-493827161504",
+                     *           "created_at": "2025-05-01T09:30:00.000Z",
+                     *           "started_at": "2025-05-01T09:30:01.250Z",
+                     *           "finished_at": "2025-05-01T09:30:03.900Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RunList"];
+                };
+            };
+            /** @description The API key is missing or not valid. Codes: api_key_required, invalid_api_key. */
+            401: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The plan, scope or role does not allow this call. Codes: plan_upgrade_required, insufficient_scope. */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request is invalid; errors[] names each problem. Codes: invalid_request. */
+            422: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait for Retry-After seconds. Codes: rate_limited. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Failure on the service side; retry with backoff. Codes: internal_error. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The service is temporarily unavailable; retry with backoff. Codes: service_unavailable. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
