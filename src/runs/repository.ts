@@ -190,15 +190,18 @@ export async function insertRun(
     maxAttempts: number;
     idempotencyKey: string | null;
     requestHash: string | null;
+    /** Cancel-After: the run is canceled if not final this many seconds from now. */
+    cancelAfterSeconds?: number | null;
   },
 ): Promise<RunRow> {
   const { rows } = await db.query<RunRow>(
     `INSERT INTO runs (id, team_id, api_key_id, member_id, source, tool_id, product_id, inputs, status, price_sparks, hold_sparks,
-                       cost_sparks, max_attempts, idempotency_key, request_hash)
+                       cost_sparks, max_attempts, idempotency_key, request_hash, cancel_at)
      VALUES ($1::uuid, $2::uuid, $3::uuid, $4::uuid, CASE WHEN $3::uuid IS NULL THEN 'app' ELSE 'api' END, $5::text, $6::text, $7::jsonb,
-             'queued', $8::bigint, $9::bigint, $9::bigint, $10::integer, $11::text, $12::text)
+             'queued', $8::bigint, $9::bigint, $9::bigint, $10::integer, $11::text, $12::text,
+             now() + make_interval(secs => $13::integer))
      RETURNING ${RUN_COLUMNS}`,
-    [r.id, r.teamId, r.apiKeyId, r.memberId, r.toolId, r.productId, JSON.stringify(r.inputs), r.price, r.hold, r.maxAttempts, r.idempotencyKey, r.requestHash],
+    [r.id, r.teamId, r.apiKeyId, r.memberId, r.toolId, r.productId, JSON.stringify(r.inputs), r.price, r.hold, r.maxAttempts, r.idempotencyKey, r.requestHash, r.cancelAfterSeconds ?? null],
   );
   const row = rows[0];
   if (!row) throw new Error('run insert returned nothing');

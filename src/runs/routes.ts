@@ -94,7 +94,9 @@ export function runRoutes(deps: RunsDeps & { teamChanged(teamId: string): void }
       },
       async (request, reply) => {
         const auth = requireAuth(request);
-        const started = await startRun(deps, auth, request.params.tool_id, runRequest(request), request.headers['idempotency-key']);
+        const started = await startRun(deps, auth, request.params.tool_id, runRequest(request), request.headers['idempotency-key'], {
+          cancelAfter: request.headers['cancel-after'],
+        });
         if (!started.replayed) deps.teamChanged(auth.teamId);
         if (started.replayed) reply.header('Idempotent-Replayed', 'true');
         return reply.status(202).send(started.run);

@@ -35,15 +35,22 @@ export const OutputParamsSchema = Type.Object({
 const IDEMPOTENCY_KEY =
   'At most 255 characters. Repeating a key returns the run already started, with Idempotent-Replayed: true';
 
+const CANCEL_AFTER =
+  'A deadline: a run not final this long after its start is canceled by the service (its hold released, run.canceled sent, ' +
+  'its error saying why). Seconds (90) or hours, minutes and seconds (1h30m, 10m, 45s); at most 24h.';
+
 export const StartHeadersSchema = Type.Object({
   // Length (at most 255) is checked in the handler, so that a bad tool answers 404 first and a
-  // long key is reported with the body's problems; StartHeadersDocumented states it.
+  // long key is reported with the body's problems; StartHeadersDocumented states it. The same
+  // for Cancel-After's form and range.
   'idempotency-key': Type.Optional(Type.String({ description: IDEMPOTENCY_KEY })),
+  'cancel-after': Type.Optional(Type.String({ description: CANCEL_AFTER })),
 });
 
 /** The start headers as the OpenAPI document states them: with the bounds the handler checks. */
 export const StartHeadersDocumented = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: IDEMPOTENCY_KEY })),
+  'cancel-after': Type.Optional(Type.String({ pattern: '^([0-9]{1,5}|([0-9]{1,2}h)?([0-9]{1,4}m)?([0-9]{1,5}s)?)$', maxLength: 16, description: CANCEL_AFTER })),
 });
 
 export const EstimateSchema = Type.Object(

@@ -37,6 +37,25 @@ export const API_RUNS: readonly RunSource[] = ['api'];
 export const ALL_RUNS: readonly RunSource[] = ['api', 'app'];
 
 export const MAX_IDEMPOTENCY_KEY = 255;
+export const MAX_CANCEL_AFTER_SECONDS = 86_400;
+
+/**
+ * The Cancel-After header as seconds (90, or 1h30m, 10m, 45s), or the field error to answer: a
+ * whole number of seconds from 1 to 24 hours.
+ */
+export function parseCancelAfter(raw: string): number | FieldError {
+  const loc = ['header', 'Cancel-After'];
+  const m = /^(?:([0-9]{1,5})|(?:([0-9]{1,2})h)?(?:([0-9]{1,4})m)?(?:([0-9]{1,5})s)?)$/.exec(raw);
+  if (!m || raw === '') {
+    return { loc, message: 'must be a duration: seconds (90) or hours, minutes and seconds (1h30m, 10m, 45s)', code: 'invalid_format' };
+  }
+  const [, plain, h, min, sec] = m;
+  const seconds = plain !== undefined ? Number(plain) : Number(h ?? 0) * 3600 + Number(min ?? 0) * 60 + Number(sec ?? 0);
+  if (seconds < 1 || seconds > MAX_CANCEL_AFTER_SECONDS) {
+    return { loc, message: `must be from 1 second to 24 hours (${MAX_CANCEL_AFTER_SECONDS} s); got ${seconds} s`, code: 'out_of_range' };
+  }
+  return seconds;
+}
 const MAX_ATTEMPTS = 3;
 
 /** 404, 409 and 403 (plan), in the spec's order; the routes call it before the body is even read. */
@@ -196,12 +215,21 @@ function secondsToNextHour(now = new Date()): number {
  * serialises the team's starts) re-checks the idempotency key, the hourly ceiling and the
  * balance, holds the Sparks, inserts the queued run and wakes the workers.
  */
-export async function startRun(deps: RunsDeps, auth: RunActor, toolId: string, req: RunRequest, idempotencyKey: string | undefined): Promise<Started> {
+export async function startRun(
+  deps: RunsDeps,
+  auth: RunActor,
+  toolId: string,
+  req: RunRequest,
+  idempotencyKey: string | undefined,
+  opts: { cancelAfter?: string | undefined } = {},
+): Promise<Started> {
   const tool = checkTool(deps.tools, toolId, auth);
   const keyErrors: FieldError[] =
     idempotencyKey !== undefined && (idempotencyKey.length < 1 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY)
       ? [{ loc: ['header', 'Idempotency-Key'], message: `must be 1 to ${MAX_IDEMPOTENCY_KEY} characters`, code: idempotencyKey.length ? 'too_long' : 'too_short' }]
       : [];
+  const deadline = opts.cancelAfter === undefined ? null : parseCancelAfter(opts.cancelAfter);
+  if (deadline !== null && typeof deadline !== 'number') keyErrors.push(deadline);
   const body = await checkBody(deps, tool, auth, req, keyErrors, 'start');
   const hash = requestHash(tool.id, body);
   if (idempotencyKey !== undefined) {
@@ -244,6 +272,7 @@ export async function startRun(deps: RunsDeps, auth: RunActor, toolId: string, r
       maxAttempts: MAX_ATTEMPTS,
       idempotencyKey: idempotencyKey ?? null,
       requestHash: hash,
+      cancelAfterSeconds: typeof deadline === 'number' ? deadline : null,
     });
     if (!(await holdForRun(tx, auth.teamId, runId, priced.reserve))) throw insufficient(priced.reserve, team.sparks_available);
     await tx.query('SELECT pg_notify($1::text, $2::text)', [RUNS_CHANNEL, runId]);

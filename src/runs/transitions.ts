@@ -64,10 +64,10 @@ export async function failRun(tx: Queryable, runId: string, error: string, lease
 export type CancelOutcome = { kind: 'canceled'; run: RunRow } | { kind: 'already_canceled'; run: RunRow } | { kind: 'final'; run: RunRow };
 
 /** Cancels a queued or running run (the team's own, already locked by the caller). */
-export async function cancelLockedRun(tx: Queryable, run: RunRow): Promise<CancelOutcome> {
+export async function cancelLockedRun(tx: Queryable, run: RunRow, why: string | null = null): Promise<CancelOutcome> {
   if (run.status === 'canceled') return { kind: 'already_canceled', run };
   if (isFinal(run.status)) return { kind: 'final', run };
-  const done = await finish(tx, run, 'canceled', null);
+  const done = await finish(tx, run, 'canceled', why);
   // The worker running it (any process, any machine) stops its tool on this notification.
   await tx.query('SELECT pg_notify($1::text, $2::text)', [CANCEL_CHANNEL, run.id]);
   return { kind: 'canceled', run: done };

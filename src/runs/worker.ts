@@ -5,8 +5,8 @@ import type { Db } from '../db/pool.js';
 import type { RunOutcome } from '../metrics/metrics.js';
 import { executeRun, type ExecutorDeps, type StopReason } from './executor.js';
 import { sweepOutputChecks } from './output-checks.js';
-import { RUN_COLUMNS, type RunRow } from './repository.js';
-import { CANCEL_CHANNEL, failRun, RUNS_CHANNEL } from './transitions.js';
+import { lockRun, RUN_COLUMNS, type RunRow } from './repository.js';
+import { CANCEL_CHANNEL, cancelLockedRun, failRun, RUNS_CHANNEL } from './transitions.js';
 
 export interface WorkerOptions extends ExecutorDeps {
   connectionString: string;
@@ -54,6 +54,22 @@ async function giveUpAbandoned(db: Db): Promise<number> {
     for (const r of rows) {
       const times = `${r.attempts} time${r.attempts === 1 ? '' : 's'}`;
       await failRun(tx, r.id, `The run was interrupted ${times} (its worker stopped) and was given up; its hold was released.`, null);
+    }
+    return rows.length;
+  });
+}
+
+/** Runs past their Cancel-After deadline are canceled (the worker running one stops it on the notification). */
+async function cancelOverdue(db: Db): Promise<number> {
+  return db.tx(async (tx) => {
+    const { rows } = await tx.query<{ id: string }>(
+      `SELECT id FROM runs WHERE cancel_at <= now() AND status IN ('queued', 'running') ORDER BY cancel_at LIMIT 20 FOR UPDATE SKIP LOCKED`,
+    );
+    for (const { id } of rows) {
+      const run = await lockRun(tx, id);
+      if (!run) continue;
+      const message = 'The run was not finished by its Cancel-After deadline and was canceled by the service; its hold was released.';
+      await cancelLockedRun(tx, run, message);
     }
     return rows.length;
   });
@@ -119,6 +135,7 @@ export class RunWorker {
   private async sweep(): Promise<void> {
     try {
       await giveUpAbandoned(this.opts.db);
+      await cancelOverdue(this.opts.db);
       await sweepOutputChecks(this.opts.db, this.opts.storage, this.opts.logger);
     } catch (err) {
       this.opts.logger.warn({ err }, 'worker sweep failed');

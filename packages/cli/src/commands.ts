@@ -99,6 +99,7 @@ export async function estimateCommand(client: Toolrun, ui: Ui, tool: string, arg
 export interface RunArgs extends ToolInputArgs {
   out: string;
   idempotencyKey?: string;
+  cancelAfter?: string;
   wait: boolean;
   pollIntervalMs?: number;
 }
@@ -122,7 +123,10 @@ export async function runCommand(client: Toolrun, ui: Ui, tool: string, args: Ru
   process.on('SIGINT', onEarly);
   let started: Run;
   try {
-    started = await client.runs.start(tool, body, args.idempotencyKey ? { idempotencyKey: args.idempotencyKey } : {});
+    started = await client.runs.start(tool, body, {
+      ...(args.idempotencyKey ? { idempotencyKey: args.idempotencyKey } : {}),
+      ...(args.cancelAfter ? { cancelAfter: args.cancelAfter } : {}),
+    });
   } catch (err) {
     process.off('SIGINT', onEarly);
     throw err;

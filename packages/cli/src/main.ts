@@ -64,8 +64,9 @@ Ctrl-C while a run is followed: at a terminal, asks whether to cancel it; otherw
   toolInputOptions(program.command('run').argument('<tool>', 'tool id').description('upload, estimate, start, follow and download the outputs'))
     .option('-o, --out <dir>', 'where outputs are saved', '.')
     .option('--idempotency-key <key>', 'sent with the start; repeating it returns the run already started')
+    .option('--cancel-after <duration>', 'the service cancels the run if it is not finished this long after its start (90, 10m, 1h30m; at most 24h)')
     .option('--no-wait', 'start the run and print it, without following it')
-    .action((tool: string, opts: ToolInputArgs & { out: string; idempotencyKey?: string; wait: boolean }) =>
+    .action((tool: string, opts: ToolInputArgs & { out: string; idempotencyKey?: string; cancelAfter?: string; wait: boolean }) =>
       run((ui, g) => {
         const poll = testPollInterval();
         return runCommand(clientFor(g), ui, tool, { ...opts, ...(poll !== undefined ? { pollIntervalMs: poll } : {}) });

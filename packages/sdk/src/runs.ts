@@ -17,6 +17,8 @@ const idOf = (run: RunRef) => encodeURIComponent(typeof run === 'string' ? run :
 export interface StartOptions {
   /** Sent as Idempotency-Key (at most 255 characters); a random UUID when omitted. */
   idempotencyKey?: string;
+  /** Sent as Cancel-After: the service cancels the run if it is not final this long after its start (90, 1h30m, 10m, 45s; at most 24h). */
+  cancelAfter?: string | number;
   signal?: AbortSignal;
 }
 
@@ -75,7 +77,7 @@ export class Runs {
     const key = opts.idempotencyKey ?? randomUUID();
     return this.http.request<Run>('POST', `/v1/tools/${encodeURIComponent(toolId)}/runs`, {
       body,
-      headers: { 'idempotency-key': key },
+      headers: { 'idempotency-key': key, ...(opts.cancelAfter !== undefined ? { 'cancel-after': String(opts.cancelAfter) } : {}) },
       retry: 'idempotent',
       signal: opts.signal,
     });

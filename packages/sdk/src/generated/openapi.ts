@@ -2774,6 +2774,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description A deadline: a run not final this long after its start is canceled by the service (its hold released, run.canceled sent, its error saying why). Seconds (90) or hours, minutes and seconds (1h30m, 10m, 45s); at most 24h. */
+                "cancel-after"?: string;
                 /** @description At most 255 characters. Repeating a key returns the run already started, with Idempotent-Replayed: true */
                 "idempotency-key"?: string;
             };
