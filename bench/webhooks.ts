@@ -39,7 +39,7 @@ import { createLogger } from '../src/logger.js';
 import { signatureHeader } from '../src/webhooks/signing.js';
 import { eventBody } from '../src/webhooks/worker.js';
 import { Api, prepareTeam, waitFinal } from './lib/api.js';
-import { forkChild, startAppChild, type AppChild, type Child } from './lib/app-children.js';
+import { cpuWithChildren, descendantsCpuSeconds, forkChild, startAppChild, type AppChild, type Child } from './lib/app-children.js';
 import { NOOP_TOOL } from './lib/bench-tools.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { compactSamples, envInt, errorText, figure, finish, fmt, loadNote, machine, percentile, sleep, table, watchdog, type BenchResult } from './lib/report.js';
@@ -62,6 +62,37 @@ const settings = {
 };
 const inFlightLimit = Math.min(conc, settings.endpoints * settings.perEndpointLimit);
 type Receivers = Child<ReceiverParentMessage, ReceiverChildMessage>;
+
+/** CPU seconds per process group: the API child (workers included), the receivers, this process, and PostgreSQL (the rest of the tree). */
+interface CpuSplit {
+  api: number;
+  receivers: number;
+  bench: number;
+  pg: number;
+}
+
+/**
+ * CPU seconds used meanwhile, per process: the same wall time says little on a shared machine,
+ * CPU per delivery says where the pipeline's cost is (and moves far less with others' load).
+ */
+function cpuMeter(apiPid: number, receiversPid: number): () => CpuSplit {
+  const read = () => {
+    const api = cpuWithChildren(apiPid);
+    const receivers = cpuWithChildren(receiversPid);
+    const own = process.cpuUsage();
+    return { api, receivers, bench: (own.user + own.system) / 1e6, all: descendantsCpuSeconds(process.pid) };
+  };
+  const a = read();
+  return () => {
+    const b = read();
+    const api = b.api - a.api;
+    const receivers = b.receivers - a.receivers;
+    return { api, receivers, bench: b.bench - a.bench, pg: Math.max(0, b.all - a.all - api - receivers) };
+  };
+}
+
+const perDelivery = (c: CpuSplit, n: number) =>
+  `API ${fmt((1000 * c.api) / n, 3)}, PostgreSQL ${fmt((1000 * c.pg) / n, 3)}, receivers ${fmt((1000 * c.receivers) / n, 3)}, bench process ${fmt((1000 * c.bench) / n, 3)} ms CPU per delivery`;
 
 async function ask<T extends ReceiverChildMessage['type']>(r: Receivers, m: ReceiverParentMessage, reply: T) {
   const p = r.next(reply, 30_000);
@@ -232,13 +263,16 @@ async function main(): Promise<void> {
 
     let drainRate = Number.NaN;
     let drainThirds: number[] = [];
+    let drainCpu: CpuSplit | null = null;
     if (settings.drain) {
       process.stdout.write(`  drain: ${settings.runs} runs with no webhook worker, then the backlog...\n`);
       await apiChild.setWorkers('runs');
       const ids = await startRuns(api, settings.runs);
       await waitFinal(pool, ids, settings.timeoutMs);
+      const meter = cpuMeter(apiChild.pid, receivers.pid);
       await apiChild.setWorkers('all');
       const drained = await arrivals(receivers, n);
+      drainCpu = meter();
       const ats = drained.map((a) => a.at).sort((a, b) => a - b);
       drainRate = (ats.length - 1) / (((ats.at(-1) ?? 0) - (ats[0] ?? 0)) / 1000);
       // Rate per third of the backlog: a claim that grows with the backlog shows as a rising rate.
@@ -252,7 +286,9 @@ async function main(): Promise<void> {
     const ev = sample.rows[0];
     if (!ev) throw new Error('no event to copy');
     const body = eventBody({ event_id: ev.id, event_type: ev.type, event_created_at: ev.created_at, payload: ev.payload });
+    const plainMeter = cpuMeter(apiChild.pid, receivers.pid);
     const plain = await plainLoop(urls, n, inFlightLimit, body, secrets[0] ?? '', pems.cert, true);
+    const plainCpu = plainMeter();
     const plainRate = plain.perS;
     const newTlsRate = (await plainLoop(urls, n, inFlightLimit, body, secrets[0] ?? '', pems.cert, false)).perS;
     api.close();
@@ -279,6 +315,8 @@ async function main(): Promise<void> {
       ),
       `live latency histogram (ms): ${histogram(lat)}`,
       ...(settings.drain ? [`drain rate by thirds of the backlog (oldest first): ${drainThirds.map((x) => fmt(x, 0)).join(' / ')} per s`] : []),
+      ...(drainCpu ? [`drain CPU (worker start -> last receipt): ${perDelivery(drainCpu, n)}`] : []),
+      `plain CPU (keep-alive loop): ${perDelivery(plainCpu, n)}`,
       `runs finished at ${fmt(produced, 0)}/s in the live phase, i.e. ${fmt(produced * settings.endpoints, 0)} deliveries/s offered: the live rate cannot exceed that.`,
       `plain signed POST latency (keep-alive, ${inFlightLimit} in flight): p50 ${fmt(percentile(plain.latencyMs, 50), 1)} ms, p99 ${fmt(percentile(plain.latencyMs, 99), 1)} ms`,
       `load: before ${loadBefore.text}; after ${loadAfter.text}`,
@@ -329,8 +367,8 @@ async function main(): Promise<void> {
       ],
       details: {
         live: { deliveries: live.length, latency_ms: { p50, p99, max: Math.max(...lat), histogram: histogram(lat) }, queue_p50_ms: percentile(queue, 50), send_p50_ms: percentile(sendMs, 50), per_s: liveRate, runs_per_s: produced },
-        drain: { per_s: drainRate, per_s_by_third: drainThirds },
-        plain: { per_s: plainRate, new_tls_per_s: newTlsRate, latency_p50_ms: percentile(plain.latencyMs, 50), latency_p99_ms: percentile(plain.latencyMs, 99) },
+        drain: { per_s: drainRate, per_s_by_third: drainThirds, cpu_s: drainCpu },
+        plain: { cpu_s: plainCpu, per_s: plainRate, new_tls_per_s: newTlsRate, latency_p50_ms: percentile(plain.latencyMs, 50), latency_p99_ms: percentile(plain.latencyMs, 99) },
         targets: { ...TARGETS, ratio },
       },
     };

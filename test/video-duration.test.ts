@@ -153,6 +153,25 @@ describe('a container that claims less than its streams hold', () => {
     assert.equal(sound.mime?.startsWith('video/'), true, `sniffed as ${sound.mime}`);
     assert.deepEqual([sound.kind, sound.decodable], ['audio', true], sound.problem ?? '');
     assert.deepEqual(sound, await probeLocalFile(audio, media, ordered));
+    // A tool's usual output (H.264 + AAC MP4, moov first), whole and cut short in its media data:
+    // the early decode and scan skip the stream analysis, and agree with the ordered probe.
+    const mp4 = path.join(dir, 'output.mp4');
+    await new Promise<void>((resolve, reject) =>
+      execFile(
+        media.ffmpeg,
+        ['-v', 'error', '-nostdin', '-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=25', '-f', 'lavfi', '-i', 'sine=frequency=440', '-t', '4',
+          '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-movflags', '+faststart', mp4],
+        (err) => (err ? reject(err) : resolve()),
+      ),
+    );
+    const whole = await probeLocalFile(mp4, media);
+    assert.deepEqual([whole.kind, whole.decodable], ['video', true], whole.problem ?? '');
+    near(whole.durationSeconds, 4, 0.1, 'mp4 output');
+    assert.deepEqual(whole, await probeLocalFile(mp4, media, ordered));
+    const cut = path.join(dir, 'cut.mp4');
+    const bytes = await fs.readFile(mp4);
+    await fs.writeFile(cut, bytes.subarray(0, Math.floor(bytes.length * 0.4)));
+    assert.deepEqual(await probeLocalFile(cut, media), await probeLocalFile(cut, media, ordered));
     // Not media past a video's signature: refused either way.
     const junk = path.join(dir, 'junk.mkv');
     await fs.writeFile(junk, Buffer.concat([lying.subarray(0, 64), Buffer.alloc(4096, 7)]));

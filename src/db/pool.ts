@@ -13,7 +13,8 @@ export interface Db {
   pool: pg.Pool;
   /**
    * Connections with synchronous_commit off, for writes a crash may lose without harm (rate
-   * buckets): commits do not wait for the WAL flush. Never for Sparks or run state.
+   * buckets, webhook claims and settles): commits do not wait for the WAL flush. Never for
+   * Sparks or run state.
    */
   relaxed: pg.Pool;
   /** Runs fn inside BEGIN/COMMIT, rolling back on any throw. */

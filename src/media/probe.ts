@@ -166,10 +166,16 @@ async function probeAudioVideo(source: string, mime: string | null, bins: MediaB
   const maxPixels = ['-max_pixels', String(limits.maxVideoPixels)];
   // Ends whatever still runs when the probe answers early.
   const stop = new AbortController();
-  const decodeCheck = (video: boolean): Promise<boolean> => {
+  const eager = limits.eager === true && Boolean(mime?.startsWith('video/'));
+  // Eager (a tool's own video output): the early decode and packet scan skip the demuxer's stream
+  // analysis (which decodes frames of its own to guess parameters): the stream probe still does
+  // it and decides which streams are measured, the decoder still has to turn the first frame out
+  // of the file's own codec parameters, and the packets listed are the same.
+  const noAnalysis = eager ? ['-nofind_stream_info'] : [];
+  const decodeCheck = (video: boolean, early = false): Promise<boolean> => {
     const decode = video ? ['-map', '0:v:0', '-frames:v', '1'] : ['-map', '0:a:0', '-t', '1'];
     // One decoder thread: for one frame, starting a thread per core costs more than it saves.
-    const args = ['-v', 'error', '-nostdin', ...whitelist, ...maxPixels, '-threads', '1', '-i', source, ...decode, '-f', 'null', '-'];
+    const args = ['-v', 'error', '-nostdin', ...whitelist, ...maxPixels, ...(early ? noAnalysis : []), '-threads', '1', '-i', source, ...decode, '-f', 'null', '-'];
     return run(bins.ffmpeg, args, limits.timeoutMs, stop.signal).then(
       () => true,
       () => false,
@@ -181,10 +187,17 @@ async function probeAudioVideo(source: string, mime: string | null, bins: MediaB
     stop.signal.addEventListener('abort', () => reject(new Error('probe ended')), { once: true });
   });
   streamList.catch(() => undefined);
-  const measure = (streams: MeasuredStream[] | Promise<MeasuredStream[]>) =>
-    measureLength({ command: (args) => [bins.ffprobe, args], inputArgs: whitelist, source, streams, timeoutMs: limits.timeoutMs, stopAfterSeconds: limits.maxDurationSeconds, signal: stop.signal });
-  const eager = limits.eager === true && Boolean(mime?.startsWith('video/'));
-  const early = eager ? { decoding: decodeCheck(true), measuring: measure(streamList) } : null;
+  const measure = (streams: MeasuredStream[] | Promise<MeasuredStream[]>, early = false) =>
+    measureLength({
+      command: (args) => [bins.ffprobe, args],
+      inputArgs: [...whitelist, ...(early ? noAnalysis : [])],
+      source,
+      streams,
+      timeoutMs: limits.timeoutMs,
+      stopAfterSeconds: limits.maxDurationSeconds,
+      signal: stop.signal,
+    });
+  const early = eager ? { decoding: decodeCheck(true, true), measuring: measure(streamList, true) } : null;
   try {
     let info: { streams?: FfprobeStream[]; format?: { duration?: string } };
     let probeStderr = '';

@@ -32,6 +32,8 @@ export async function sendAttempt(opts: {
   secret: string;
   deliveryId: string;
   eventType: string;
+  /** For the log line of a refused host. */
+  endpointId?: string;
   body: Buffer;
   timeoutMs: number;
   allowPrivate: boolean;
@@ -74,7 +76,7 @@ export async function sendAttempt(opts: {
       attemptedAt,
     };
   } catch (err) {
-    logRefusal(opts.log, err, { delivery_id: opts.deliveryId, event: opts.eventType });
+    logRefusal(opts.log, err, { ...(opts.endpointId ? { endpoint_id: opts.endpointId } : {}), delivery_id: opts.deliveryId, event: opts.eventType });
     const message = err instanceof OutboundError ? err.message : `request failed: ${(err as Error).message}`;
     return { delivered: false, statusCode: null, error: message, durationMs: Date.now() - started, excerpt: null, attemptedAt };
   }

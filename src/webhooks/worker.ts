@@ -53,6 +53,12 @@ interface Finished {
  * one and claims deliveries for the slots free then: a slot is refilled in the round trip that
  * frees it, and many attempts finishing together cost one statement. A tick runs when attempts
  * finish, on a notification, and on a poll for due retries.
+ *
+ * Ticks commit without waiting for the WAL flush (the relaxed pool): a tick a PostgreSQL crash
+ * loses only gives a delivery back to be sent again (a lost claim or settle leaves the row
+ * pending; its lease lapses), which at-least-once delivery allows; the delivery rows themselves
+ * are written by the run's own (synchronous) transaction. On a disk where a flush takes a few
+ * milliseconds, waiting for it was a large part of each wave's round trip, with no attempt in flight.
  */
 export class WebhookWorker {
   readonly id = `${os.hostname()}:${process.pid}:wh:${randomUUID().slice(0, 8)}`;
@@ -167,7 +173,7 @@ export class WebhookWorker {
     if (!batch.length && !free) return;
     let claimed: Claimed[];
     try {
-      claimed = await settleAndClaim(db.pool, this.id, batch.map((f) => f.outcome), free, this.perEndpointLimit);
+      claimed = await settleAndClaim(db.relaxed, this.id, batch.map((f) => f.outcome), free, this.perEndpointLimit);
     } catch (err) {
       logger.warn({ err }, 'settling and claiming webhook deliveries failed');
       if (batch.length > 1 && isDataError(err)) await this.settleOnly(batch);
@@ -199,7 +205,7 @@ export class WebhookWorker {
   private async settleOnly(batch: Finished[]): Promise<void> {
     for (const f of batch) {
       try {
-        await settleAndClaim(this.opts.db.pool, this.id, [f.outcome], 0, this.perEndpointLimit);
+        await settleAndClaim(this.opts.db.relaxed, this.id, [f.outcome], 0, this.perEndpointLimit);
         this.release(f.slot);
         f.settled();
       } catch (err) {
@@ -261,7 +267,9 @@ export class WebhookWorker {
       allowPrivate: config.allowPrivateNetwork,
       signal: this.abort.signal,
       agents: this.agents,
-      log: logger.child({ endpoint_id: d.endpoint_id }),
+      endpointId: d.endpoint_id,
+      // Not a child logger per attempt: it is only written to when a host is refused.
+      log: logger,
     });
     const delays = config.webhooks.retryDelaysSeconds;
     const giveUp = d.attempts > delays.length;
