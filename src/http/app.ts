@@ -24,6 +24,8 @@ import { fileRoutes, fileSchemas } from '../files/routes.js';
 import type { MediaBinaries } from '../media/binaries.js';
 import { meRoutes, MeSchema } from '../me/routes.js';
 import { runRoutes, runSchemas } from '../runs/routes.js';
+import { EVENTS_CHANNEL } from '../runs/transitions.js';
+import { RunWaiters } from '../runs/waiters.js';
 import { webhookRoutes, webhookSchemas } from '../webhooks/routes.js';
 import { LocalStorage } from '../storage/local.js';
 import { localStorageRoutes } from '../storage/local-routes.js';
@@ -105,15 +107,26 @@ class QuietStartLogController extends LogController {
  * notification names a team whose keys are read again; while the connection is down the cache
  * is off (and emptied), so a key is never answered from memory on a change nobody heard of.
  */
-async function listenForKeyChanges(app: FastifyInstance, config: Config, db: Db, logger: Logger): Promise<KeyCache> {
+async function listenForKeyChanges(app: FastifyInstance, config: Config, db: Db, logger: Logger, waiters: RunWaiters): Promise<KeyCache> {
   const cache = new KeyCache(config.keyCacheMaxAgeMs);
+  // The same connection hears runs becoming final, for requests that wait for them (Prefer: wait).
   const listener = new Listener({
     connectionString: db.connectionString,
-    channels: [AUTH_CHANNEL],
+    channels: [AUTH_CHANNEL, EVENTS_CHANNEL],
     applicationName: 'toolrun-auth-listen',
     logger,
-    onNotification: (_channel, teamId) => (teamId ? cache.invalidateTeam(teamId) : cache.clear()),
-    onConnected: () => cache.setListening(true),
+    onNotification: (channel, payload) => {
+      if (channel === EVENTS_CHANNEL) {
+        if (payload) waiters.notify(payload);
+        return;
+      }
+      if (payload) cache.invalidateTeam(payload);
+      else cache.clear();
+    },
+    onConnected: () => {
+      cache.setListening(true);
+      waiters.notifyAll();
+    },
     onDisconnected: () => cache.setListening(false),
   });
   await listener.startOrRetry();
@@ -209,7 +222,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const usage = new KeyUsage(db.relaxed, (err) => logger.warn({ err }, 'could not record when API keys were last used'));
   // Closing writes what is noted, so a graceful stop loses no "last used".
   app.addHook('onClose', async () => usage.flush());
-  const keyCache = await listenForKeyChanges(app, config, db, logger);
+  const waiters = new RunWaiters();
+  const keyCache = await listenForKeyChanges(app, config, db, logger, waiters);
   app.addHook('onRequest', createAuthHook(config, db, usage, keyCache));
   const teamChanged = (teamId: string) => keyCache.invalidateTeam(teamId);
   const strings = registerStringChecks(app);
@@ -255,7 +269,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(meRoutes);
   await app.register(toolRoutes(tools));
   await app.register(fileRoutes({ config, db, storage: deps.storage, media: deps.media }));
-  await app.register(runRoutes({ config, db, tools, storage: deps.storage, teamChanged }));
+  await app.register(runRoutes({ config, db, tools, storage: deps.storage, teamChanged, waiters }));
   await app.register(webhookRoutes({ config, db }));
   await app.register(consoleApi({ config, db, tools, storage: deps.storage, media: deps.media, teamChanged }));
   await app.register(consolePages({ notFoundMessage, storageOrigin: storageOrigin(config.storage) }));

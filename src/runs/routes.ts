@@ -1,6 +1,8 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { FINAL_STATUSES, type RunStatus } from './repository.js';
+import { preferredWait, type RunWaiters } from './waiters.js';
 import { requireAuth } from '../auth/plugin.js';
 import { AUTH_ERRORS, errorResponses } from '../http/schemas.js';
 import { fieldErrors } from '../http/validation.js';
@@ -17,6 +19,9 @@ import {
   StartHeadersDocumented,
   StartHeadersSchema,
   ToolIdParamsSchema,
+  WAIT_DESCRIPTION,
+  WaitHeadersSchema,
+  type Run,
 } from './schemas.js';
 import { cancelRun, checkTool, estimate, getRun, listRuns, outputUrl, startRun, type RunActor, type RunRequest, type RunsDeps } from './service.js';
 
@@ -53,7 +58,39 @@ export function runRequest(request: FastifyRequest): RunRequest {
  * teamChanged: called after a start or cancel commits, so that this process answers the team's
  * new Sparks at once (other processes hear of it from PostgreSQL).
  */
-export function runRoutes(deps: RunsDeps & { teamChanged(teamId: string): void }): FastifyPluginAsyncTypebox {
+/** Resolves the wait of a Prefer: wait=N request: the run as it is once final, or after N seconds (or the client left). */
+async function waitedRun(
+  deps: RunsDeps & { waiters?: RunWaiters | undefined },
+  request: FastifyRequest,
+  reply: FastifyReply,
+  keyId: string,
+  runId: string,
+  read: () => Promise<Run>,
+): Promise<Run> {
+  const seconds = preferredWait(request.headers.prefer);
+  const place = seconds !== null && deps.waiters ? deps.waiters.enter(keyId, runId) : null;
+  if (!place || seconds === null) return read();
+  try {
+    let run = await read();
+    if (!FINAL_STATUSES.includes(run.status as RunStatus)) {
+      const gone = new AbortController();
+      const onClose = () => gone.abort();
+      reply.raw.once('close', onClose);
+      try {
+        await place.wait(seconds, gone.signal);
+      } finally {
+        reply.raw.off('close', onClose);
+      }
+      run = await read();
+    }
+    reply.header('Preference-Applied', `wait=${seconds}`);
+    return run;
+  } finally {
+    place.release();
+  }
+}
+
+export function runRoutes(deps: RunsDeps & { teamChanged(teamId: string): void; waiters?: RunWaiters | undefined }): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
       '/v1/tools/:tool_id/estimate',
@@ -99,7 +136,10 @@ export function runRoutes(deps: RunsDeps & { teamChanged(teamId: string): void }
         });
         if (!started.replayed) deps.teamChanged(auth.teamId);
         if (started.replayed) reply.header('Idempotent-Replayed', 'true');
-        return reply.status(202).send(started.run);
+        const run = await waitedRun(deps, request, reply, auth.keyId, started.run.id, async () =>
+          started.run.status === 'queued' && request.headers.prefer === undefined ? started.run : getRun(deps, auth.teamId, started.run.id),
+        );
+        return reply.status(202).send(run);
       },
     );
 
@@ -131,12 +171,17 @@ export function runRoutes(deps: RunsDeps & { teamChanged(teamId: string): void }
         schema: {
           operationId: 'getRun',
           summary: "A run started with this team's keys; poll every 2 to 5 seconds until it is final",
+          description: WAIT_DESCRIPTION,
           tags: ['runs'],
           params: RunIdParamsSchema,
+          headers: WaitHeadersSchema,
           response: { 200: Type.Ref('Run', { description: 'The run as it is now' }), ...errorResponses(...AUTH_ERRORS, 'run_not_found') },
         },
       },
-      async (request) => getRun(deps, requireAuth(request).teamId, request.params.run_id),
+      async (request, reply) => {
+        const auth = requireAuth(request);
+        return waitedRun(deps, request, reply, auth.keyId, request.params.run_id, () => getRun(deps, auth.teamId, request.params.run_id));
+      },
     );
 
     app.post(

@@ -35,6 +35,14 @@ export const OutputParamsSchema = Type.Object({
 const IDEMPOTENCY_KEY =
   'At most 255 characters. Repeating a key returns the run already started, with Idempotent-Replayed: true';
 
+const PREFER =
+  'Prefer: wait=N (1 to 60 seconds) holds the answer until the run is final or N seconds pass; the answer then says Preference-Applied: wait=N. ' +
+  'Past a bound of waiting requests (10 per key, 1000 per process) the answer comes at once, without Preference-Applied. Other preferences are ignored.';
+
+export const WAIT_DESCRIPTION = `Send ${PREFER}`;
+
+export const WaitHeadersSchema = Type.Object({ prefer: Type.Optional(Type.String({ description: PREFER })) });
+
 const CANCEL_AFTER =
   'A deadline: a run not final this long after its start is canceled by the service (its hold released, run.canceled sent, ' +
   'its error saying why). Seconds (90) or hours, minutes and seconds (1h30m, 10m, 45s); at most 24h.';
@@ -45,12 +53,14 @@ export const StartHeadersSchema = Type.Object({
   // for Cancel-After's form and range.
   'idempotency-key': Type.Optional(Type.String({ description: IDEMPOTENCY_KEY })),
   'cancel-after': Type.Optional(Type.String({ description: CANCEL_AFTER })),
+  prefer: Type.Optional(Type.String({ description: PREFER })),
 });
 
 /** The start headers as the OpenAPI document states them: with the bounds the handler checks. */
 export const StartHeadersDocumented = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: IDEMPOTENCY_KEY })),
   'cancel-after': Type.Optional(Type.String({ pattern: '^([0-9]{1,5}|([0-9]{1,2}h)?([0-9]{1,4}m)?([0-9]{1,5}s)?)$', maxLength: 16, description: CANCEL_AFTER })),
+  prefer: Type.Optional(Type.String({ description: PREFER })),
 });
 
 export const EstimateSchema = Type.Object(

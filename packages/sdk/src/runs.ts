@@ -103,8 +103,18 @@ export class Runs {
     }
   }
 
-  get(run: RunRef, opts: { signal?: AbortSignal } = {}): Promise<Run> {
-    return this.http.request<Run>('GET', `/v1/runs/${idOf(run)}`, { retry: 'idempotent', signal: opts.signal });
+  /**
+   * The run as it is now; with `waitSeconds` (1 to 60) the service holds the answer until the run
+   * is final or that long has passed (Prefer: wait). Kept 5 s under the client's request timeout.
+   */
+  get(run: RunRef, opts: { signal?: AbortSignal; waitSeconds?: number } = {}): Promise<Run> {
+    const limit = Math.floor(this.http.opts.timeoutMs / 1000) - 5;
+    const wait = opts.waitSeconds === undefined ? 0 : Math.min(60, limit, Math.floor(opts.waitSeconds));
+    return this.http.request<Run>('GET', `/v1/runs/${idOf(run)}`, {
+      retry: 'idempotent',
+      signal: opts.signal,
+      ...(wait >= 1 ? { headers: { prefer: `wait=${wait}` } } : {}),
+    });
   }
 
   /** Cancels a queued or running run; its hold is released. */

@@ -133,7 +133,10 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        /** A run started with this team's keys; poll every 2 to 5 seconds until it is final */
+        /**
+         * A run started with this team's keys; poll every 2 to 5 seconds until it is final
+         * @description Send Prefer: wait=N (1 to 60 seconds) holds the answer until the run is final or N seconds pass; the answer then says Preference-Applied: wait=N. Past a bound of waiting requests (10 per key, 1000 per process) the answer comes at once, without Preference-Applied. Other preferences are ignored.
+         */
         get: operations["getRun"];
         put?: never;
         post?: never;
@@ -1885,7 +1888,10 @@ export interface operations {
     getRun: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Prefer: wait=N (1 to 60 seconds) holds the answer until the run is final or N seconds pass; the answer then says Preference-Applied: wait=N. Past a bound of waiting requests (10 per key, 1000 per process) the answer comes at once, without Preference-Applied. Other preferences are ignored. */
+                prefer?: string;
+            };
             path: {
                 /** @description The id of a run started with this team's API keys */
                 run_id: string;
@@ -2778,6 +2784,8 @@ export interface operations {
                 "cancel-after"?: string;
                 /** @description At most 255 characters. Repeating a key returns the run already started, with Idempotent-Replayed: true */
                 "idempotency-key"?: string;
+                /** @description Prefer: wait=N (1 to 60 seconds) holds the answer until the run is final or N seconds pass; the answer then says Preference-Applied: wait=N. Past a bound of waiting requests (10 per key, 1000 per process) the answer comes at once, without Preference-Applied. Other preferences are ignored. */
+                prefer?: string;
             };
             path: {
                 /** @description The id of a tool from GET /v1/tools, e.g. image_upscale */
