@@ -402,6 +402,8 @@ describe('console runs: errors', () => {
     await check('limit=0', ['query', 'limit']);
     await check('limit=101', ['query', 'limit']);
     await check('cursor=abc', ['query', 'cursor']);
+    await check(`cursor=urn:uuid:${randomUUID()}`, ['query', 'cursor']);
+    await check(`member_id=urn:uuid:${randomUUID()}`, ['query', 'member_id']);
     await check(`cursor=${randomUUID()}`, ['query', 'cursor']);
     const ledger = assertError(await owner.client.call('GET', '/console/api/ledger?kind=gift'), 422, 'invalid_request');
     assert.deepEqual((ledger.errors ?? []).map((x) => x.loc), [['query', 'kind']]);

@@ -174,6 +174,7 @@ describe('GET /v1/runs: errors', () => {
     await check('status=done', [['query', 'status']]);
     await check('created_after=yesterday', [['query', 'created_after']]);
     await check('starting_after=abc', [['query', 'starting_after']]);
+    await check(`starting_after=urn:uuid:${randomUUID()}`, [['query', 'starting_after']]);
     await check(`starting_after=${randomUUID()}`, [['query', 'starting_after']]);
     await check('surprise=1', [['query', 'surprise']]);
     await check('limit=0&status=done', [

@@ -23,6 +23,8 @@ const SDK_METHODS: Record<string, (c: Toolrun) => unknown> = {
   updateWebhookEndpoint: (c) => c.webhookEndpoints.update,
   deleteWebhookEndpoint: (c) => c.webhookEndpoints.delete,
   testWebhookEndpoint: (c) => c.webhookEndpoints.test,
+  listWebhookDeliveries: (c) => c.webhookEndpoints.deliveries,
+  redeliverWebhookDelivery: (c) => c.webhookEndpoints.redeliver,
 };
 
 describe('generated types', () => {

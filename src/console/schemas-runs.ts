@@ -43,11 +43,11 @@ export const RunListQuerySchema = Type.Object(
   {
     tool_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     status: Type.Optional(Type.String({ enum: [...RUN_STATUSES] })),
-    api_key_id: Type.Optional(Uuid),
-    member_id: Type.Optional(Uuid),
+    api_key_id: Type.Optional(PathUuid('Only runs started with this key')),
+    member_id: Type.Optional(PathUuid('Only runs started by this member (with their keys or in the app)')),
     source: Type.Optional(Type.String({ enum: ['api', 'app'] })),
     limit: Type.Optional(Limit(25)),
-    cursor: Type.Optional(Type.String({ format: 'uuid', description: 'next_cursor of the previous page, with the same filters' })),
+    cursor: Type.Optional(PathUuid('next_cursor of the previous page, with the same filters')),
   },
   { additionalProperties: false },
 );
@@ -143,7 +143,7 @@ export const PlaygroundToolsSchema = Type.Object(
 export const LedgerQuerySchema = Type.Object(
   {
     kind: Type.Optional(Type.String({ enum: [...LEDGER_KINDS] })),
-    run_id: Type.Optional(Uuid),
+    run_id: Type.Optional(PathUuid('Only entries of this run')),
     limit: Type.Optional(Limit(50)),
     cursor: Type.Optional(Type.String({ pattern: '^[0-9]{1,18}$', description: 'next_cursor of the previous page, with the same filters' })),
   },

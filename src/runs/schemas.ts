@@ -172,7 +172,7 @@ const RUN_STATUS_ENUM = ['queued', 'running', 'succeeded', 'failed', 'canceled']
 export const RunListQuerySchema = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: RUN_LIST_MAX, default: RUN_LIST_DEFAULT, description: `Runs per page, 1 to ${RUN_LIST_MAX}` })),
-    starting_after: Type.Optional(Type.String({ format: 'uuid', description: 'The id of the last run of the previous page: the page starts after it' })),
+    starting_after: Type.Optional(PathUuid('The id of the last run of the previous page: the page starts after it')),
     status: Type.Optional(Type.String({ enum: RUN_STATUS_ENUM, description: 'Only runs in this state' })),
     tool_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only runs of this tool' })),
     created_after: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs created after this instant (exclusive)' })),

@@ -73,6 +73,19 @@ export const DELIVERY_LOG_LIMIT = 100;
 
 /** An endpoint's deliveries of run events, newest first, each with its attempts (oldest first). */
 export async function listDeliveries(db: Queryable, endpointId: string): Promise<DeliveryView[]> {
+  return (await deliveriesPage(db, endpointId, { limit: DELIVERY_LOG_LIMIT })).slice(0, DELIVERY_LOG_LIMIT);
+}
+
+/**
+ * A page of an endpoint's deliveries, newest first (one more than `limit` when more follow),
+ * after the delivery `startingAfter` when given, of one status when given. The console's log and
+ * /v1's share it.
+ */
+export async function deliveriesPage(
+  db: Queryable,
+  endpointId: string,
+  opts: { limit: number; startingAfter?: string | undefined; status?: DeliveryView['status'] | undefined; only?: string | undefined },
+): Promise<DeliveryView[]> {
   const { rows } = await db.query<{
     id: string;
     event_id: string;
@@ -87,8 +100,11 @@ export async function listDeliveries(db: Queryable, endpointId: string): Promise
                         FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]'::json) AS attempts
        FROM webhook_deliveries d JOIN run_events ev ON ev.id = d.event_id
       WHERE d.endpoint_id = $1::uuid
+        AND ($3::text IS NULL OR d.status = $3::text)
+        AND ($4::uuid IS NULL OR (d.created_at, d.id) < (SELECT c.created_at, c.id FROM webhook_deliveries c WHERE c.id = $4::uuid))
+        AND ($5::uuid IS NULL OR d.id = $5::uuid)
       ORDER BY d.created_at DESC, d.id DESC LIMIT $2::integer`,
-    [endpointId, DELIVERY_LOG_LIMIT],
+    [endpointId, opts.limit + 1, opts.status ?? null, opts.startingAfter ?? null, opts.only ?? null],
   );
   return rows.map((r) => ({
     ...r,
@@ -96,6 +112,12 @@ export async function listDeliveries(db: Queryable, endpointId: string): Promise
     // json_build_object writes timestamps in the session's zone; the API writes UTC with a Z.
     attempts: r.attempts.map((a) => ({ ...a, attempted_at: new Date(a.attempted_at).toISOString() })),
   }));
+}
+
+/** Whether the delivery is one of the endpoint's (a cursor must be). */
+export async function isEndpointDelivery(db: Queryable, endpointId: string, deliveryId: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM webhook_deliveries WHERE id = $1::uuid AND endpoint_id = $2::uuid', [deliveryId, endpointId]);
+  return (rowCount ?? 0) > 0;
 }
 
 /** Sends one given-up delivery of an endpoint again; anything else is refused. */

@@ -3,8 +3,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireAuth } from '../auth/plugin.js';
 import { AUTH_ERRORS, errorResponses } from '../http/schemas.js';
 import type { ErrorCode } from '../http/errors.js';
+import type { FastifyRequest } from 'fastify';
 import {
   CreatedWebhookEndpointSchema,
+  DeliveryListQuerySchema,
+  DeliveryParamsSchema,
+  WebhookDeliveryListSchema,
+  WebhookDeliverySchema,
   CreateEndpointBodySchema,
   DeletedSchema,
   EndpointIdParamsSchema,
@@ -13,7 +18,16 @@ import {
   WebhookEndpointSchema,
   WebhookTestSchema,
 } from './schemas.js';
-import { createEndpoint, listTeamEndpoints, patchEndpoint, removeEndpoint, testEndpoint, type WebhooksDeps } from './service.js';
+import {
+  createEndpoint,
+  listEndpointDeliveries,
+  listTeamEndpoints,
+  patchEndpoint,
+  redeliverEndpointDelivery,
+  removeEndpoint,
+  testEndpoint,
+  type WebhooksDeps,
+} from './service.js';
 
 export function webhookSchemas(app: { addSchema(s: unknown): unknown }): void {
   app.addSchema(WebhookEndpointSchema);
@@ -21,6 +35,8 @@ export function webhookSchemas(app: { addSchema(s: unknown): unknown }): void {
   app.addSchema(WebhookEndpointListSchema);
   app.addSchema(WebhookTestSchema);
   app.addSchema(DeletedSchema);
+  app.addSchema(WebhookDeliverySchema);
+  app.addSchema(WebhookDeliveryListSchema);
 }
 
 const COMMON: ErrorCode[] = [...AUTH_ERRORS, 'insufficient_role'];
@@ -107,6 +123,46 @@ export function webhookRoutes(deps: WebhooksDeps): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => testEndpoint(deps, requireAuth(request), request.params.endpoint_id, request.log),
+    );
+
+    app.get(
+      '/v1/webhook-endpoints/:endpoint_id/deliveries',
+      {
+        config,
+        // Query values arrive as text and are not coerced: a limit of digits is read as the number it spells.
+        preValidation: async (request: FastifyRequest) => {
+          const q = request.query as Record<string, unknown>;
+          if (typeof q.limit === 'string' && /^[0-9]{1,3}$/.test(q.limit)) q.limit = Number(q.limit);
+        },
+        schema: {
+          operationId: 'listWebhookDeliveries',
+          summary: "The endpoint's deliveries of run events with their attempts, newest first, a page at a time",
+          description: 'Pages by starting_after (the last id of the previous page) while has_more is true.',
+          tags: ['webhooks'],
+          params: EndpointIdParamsSchema,
+          querystring: DeliveryListQuerySchema,
+          response: { 200: Type.Ref('WebhookDeliveryList', { description: 'A page of deliveries' }), ...errorResponses(...COMMON, 'webhook_endpoint_not_found') },
+        },
+      },
+      async (request) => listEndpointDeliveries(deps, requireAuth(request), request.params.endpoint_id, request.query),
+    );
+
+    app.post(
+      '/v1/webhook-endpoints/:endpoint_id/deliveries/:delivery_id/redeliver',
+      {
+        config,
+        schema: {
+          operationId: 'redeliverWebhookDelivery',
+          summary: 'Send a given-up (failed) delivery again, with the same event id and body and a fresh retry schedule',
+          tags: ['webhooks'],
+          params: DeliveryParamsSchema,
+          response: {
+            200: Type.Ref('WebhookDelivery', { description: 'The delivery, pending again' }),
+            ...errorResponses(...COMMON, ...BODY, 'webhook_endpoint_not_found', 'delivery_not_found', 'delivery_not_redeliverable'),
+          },
+        },
+      },
+      async (request) => redeliverEndpointDelivery(deps, requireAuth(request), request.params.endpoint_id, request.params.delivery_id),
     );
   };
 }

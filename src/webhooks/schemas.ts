@@ -96,6 +96,70 @@ export const WebhookTestSchema = Type.Object(
 );
 export type WebhookTest = Static<typeof WebhookTestSchema>;
 
+const EXAMPLE_DELIVERY = {
+  object: 'webhook_delivery',
+  id: '6f1e2d3c-4b5a-4c6d-8e7f-9a0b1c2d3e4f',
+  event_id: '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
+  event_type: 'run.succeeded',
+  status: 'failed',
+  created_at: '2025-05-01T09:30:04.000Z',
+  attempts: [{ attempted_at: '2025-05-01T09:30:04.120Z', status_code: 500, duration_ms: 84, error: 'HTTP 500' }],
+};
+
+export const DELIVERY_STATES = ['pending', 'succeeded', 'failed', 'dropped'] as const;
+
+export const WebhookDeliverySchema = Type.Object(
+  {
+    object: Type.Literal('webhook_delivery'),
+    id: Type.String({ format: 'uuid', description: 'The Service-Delivery header of every attempt' }),
+    event_id: Type.String({ format: 'uuid', description: "The event's id (the body's id)" }),
+    event_type: Type.String({ description: 'run.succeeded, run.failed or run.canceled' }),
+    status: Type.String({
+      enum: [...DELIVERY_STATES],
+      description: 'pending (to be sent or retried), succeeded (answered 2xx), failed (given up after the last retry; redeliverable), dropped (the endpoint was paused or deleted first)',
+    }),
+    created_at: Type.String({ format: 'date-time' }),
+    attempts: Type.Array(
+      Type.Object(
+        {
+          attempted_at: Type.String({ format: 'date-time' }),
+          status_code: Type.Union([Type.Integer(), Type.Null()], { description: 'null when no answer came' }),
+          duration_ms: Type.Integer(),
+          error: Type.Union([Type.String(), Type.Null()]),
+        },
+        { additionalProperties: false },
+      ),
+      { description: 'Oldest first' },
+    ),
+  },
+  { additionalProperties: false, $id: 'WebhookDelivery', title: 'webhook_delivery', examples: [EXAMPLE_DELIVERY] },
+);
+export type WebhookDelivery = Static<typeof WebhookDeliverySchema>;
+
+export const WebhookDeliveryListSchema = Type.Object(
+  {
+    object: Type.Literal('list'),
+    data: Type.Array(Type.Ref('WebhookDelivery'), { description: 'Newest first' }),
+    has_more: Type.Boolean({ description: 'true when more follow: pass the last id as starting_after' }),
+  },
+  { additionalProperties: false, $id: 'WebhookDeliveryList', title: 'list of webhook_delivery', examples: [{ object: 'list', data: [EXAMPLE_DELIVERY], has_more: false }] },
+);
+
+export const DeliveryListQuerySchema = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Deliveries per page, 1 to 100' })),
+    starting_after: Type.Optional(PathUuid('The id of the last delivery of the previous page')),
+    status: Type.Optional(Type.String({ enum: [...DELIVERY_STATES], description: 'Only deliveries in this state' })),
+  },
+  { additionalProperties: false },
+);
+export type DeliveryListQuery = Static<typeof DeliveryListQuerySchema>;
+
+export const DeliveryParamsSchema = Type.Object({
+  endpoint_id: PathUuid('The id of one of the team\'s webhook endpoints'),
+  delivery_id: PathUuid('The id of one of its deliveries'),
+});
+
 export const DeletedSchema = Type.Object(
   {
     object: Type.Literal('deleted'),

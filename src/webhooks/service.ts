@@ -19,10 +19,14 @@ import {
   RUN_EVENT_TYPES,
   type CreateEndpointBody,
   type CreatedWebhookEndpoint,
+  type DeliveryListQuery,
   type UpdateEndpointBody,
+  type WebhookDelivery,
   type WebhookEndpoint,
   type WebhookTest,
 } from './schemas.js';
+import { deliveriesPage, isEndpointDelivery, redeliverDelivery, type DeliveryView } from './admin.js';
+import { AdminError } from '../teams/repository.js';
 import { sendAttempt } from './send.js';
 import { newSigningSecret } from './signing.js';
 
@@ -183,3 +187,43 @@ export async function testEndpoint(deps: WebhooksDeps, auth: Actor, id: string, 
     error: result.error,
   };
 }
+
+/** /v1's name for a delivery's state: the table's `delivered` is `succeeded`. */
+function deliveryResource(d: DeliveryView): WebhookDelivery {
+  return { object: 'webhook_delivery', ...d, status: d.status === 'delivered' ? 'succeeded' : d.status };
+}
+
+/** A page of an endpoint's deliveries, newest first; `starting_after` must be one of them. */
+export async function listEndpointDeliveries(
+  deps: WebhooksDeps,
+  auth: Actor,
+  endpointId: string,
+  q: DeliveryListQuery,
+): Promise<{ object: 'list'; data: WebhookDelivery[]; has_more: boolean }> {
+  requireAdmin(auth);
+  if (!(await getEndpoint(deps.db.pool, auth.teamId, endpointId))) throw notFound(endpointId);
+  if (q.starting_after !== undefined && !(await isEndpointDelivery(deps.db.pool, endpointId, q.starting_after))) {
+    throw invalidRequest([{ loc: ['query', 'starting_after'], message: "is not a delivery of this endpoint", code: 'not_found' }]);
+  }
+  const limit = q.limit ?? 20;
+  const status = q.status === 'succeeded' ? 'delivered' : (q.status as DeliveryView['status'] | undefined);
+  const rows = await deliveriesPage(deps.db.pool, endpointId, { limit, startingAfter: q.starting_after, status });
+  return { object: 'list', data: rows.slice(0, limit).map(deliveryResource), has_more: rows.length > limit };
+}
+
+/** Sends a given-up (failed) delivery again with the same event id and body; the delivery as it now is. */
+export async function redeliverEndpointDelivery(deps: WebhooksDeps, auth: Actor, endpointId: string, deliveryId: string): Promise<WebhookDelivery> {
+  requireAdmin(auth);
+  if (!(await getEndpoint(deps.db.pool, auth.teamId, endpointId))) throw notFound(endpointId);
+  try {
+    await redeliverDelivery(deps.db.pool, endpointId, deliveryId);
+  } catch (err) {
+    if (!(err instanceof AdminError)) throw err;
+    if (err.reason === 'not_found') throw new ApiError('delivery_not_found', `No delivery ${deliveryId} of this endpoint.`);
+    throw new ApiError('delivery_not_redeliverable', `${err.message.charAt(0).toUpperCase()}${err.message.slice(1)}.`);
+  }
+  const [row] = await deliveriesPage(deps.db.pool, endpointId, { limit: 1, only: deliveryId });
+  if (!row) throw new Error(`delivery ${deliveryId} vanished after redelivery`);
+  return deliveryResource(row);
+}
+

@@ -24,6 +24,10 @@ export type WebhookEndpoint = Schemas['WebhookEndpoint'];
 export type CreatedWebhookEndpoint = Schemas['CreatedWebhookEndpoint'];
 export type WebhookEndpointList = Schemas['WebhookEndpointList'];
 export type WebhookTest = Schemas['WebhookTest'];
+export type WebhookDelivery = Schemas['WebhookDelivery'];
+export type WebhookDeliveryList = Schemas['WebhookDeliveryList'];
+/** Query of GET /v1/webhook-endpoints/{id}/deliveries: limit, starting_after, status. */
+export type ListDeliveriesQuery = NonNullable<operations['listWebhookDeliveries']['parameters']['query']>;
 export type Deleted = Schemas['Deleted'];
 export type ErrorResponse = Schemas['ErrorResponse'];
 export type FieldError = NonNullable<ErrorResponse['error']['errors']>[number];

@@ -6,8 +6,11 @@ import type {
   Deleted,
   UpdateWebhookEndpointBody,
   WebhookEndpoint,
+  WebhookDelivery,
+  WebhookDeliveryList,
   WebhookEndpointList,
   WebhookEvent,
+  ListDeliveriesQuery,
   WebhookTest,
 } from './types.ts';
 
@@ -31,6 +34,22 @@ export class WebhookEndpoints {
 
   delete(id: string, opts: { signal?: AbortSignal } = {}): Promise<Deleted> {
     return this.http.request('DELETE', `/v1/webhook-endpoints/${encodeURIComponent(id)}`, { retry: 'refused-only', signal: opts.signal });
+  }
+
+  /** One page of the endpoint's deliveries with their attempts, newest first; pass the last id as `starting_after` while `has_more`. */
+  deliveries(id: string, query: ListDeliveriesQuery = {}, opts: { signal?: AbortSignal } = {}): Promise<WebhookDeliveryList> {
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
+    const qs = params.toString();
+    return this.http.request('GET', `/v1/webhook-endpoints/${encodeURIComponent(id)}/deliveries${qs ? `?${qs}` : ''}`, { retry: 'idempotent', signal: opts.signal });
+  }
+
+  /** Sends a given-up (failed) delivery again, with the same event id and body. */
+  redeliver(id: string, deliveryId: string, opts: { signal?: AbortSignal } = {}): Promise<WebhookDelivery> {
+    return this.http.request('POST', `/v1/webhook-endpoints/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`, {
+      retry: 'refused-only',
+      signal: opts.signal,
+    });
   }
 
   /** Sends a signed `ping` now and reports how the endpoint answered. */
