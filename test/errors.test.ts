@@ -76,8 +76,8 @@ describe('routes the app does not have', () => {
   });
 
   test('an unknown route needs no key and is 404 with or without one', async () => {
-    assertError(await t.app.inject({ method: 'GET', url: '/v1/runs' }), 404, 'not_found');
-    assertError(await t.app.inject({ method: 'GET', url: '/v1/runs', headers: bearer(team.key) }), 404, 'not_found');
+    assertError(await t.app.inject({ method: 'GET', url: '/v1/jobs' }), 404, 'not_found');
+    assertError(await t.app.inject({ method: 'GET', url: '/v1/jobs', headers: bearer(team.key) }), 404, 'not_found');
     assertError(await t.app.inject({ method: 'DELETE', url: '/nothing/here' }), 404, 'not_found');
   });
 

@@ -64,8 +64,10 @@ describe('run engine (in-process workers)', { concurrency: true }, () => {
       const c = await TeamClient.create(e.s);
       const w = await e.workers.start({ concurrency: 1 });
       const run = await c.start('hang');
-      await waitFor('the tool to be running', async () => (w.busy === 1 && (await runState(e.db(), run.id)).status === 'running' ? true : undefined));
-      assert.equal(workDirs(run.id).length, 1, 'the execution has its working directory');
+      // Running, and past the start of its execution (the working directory is made first).
+      await waitFor('the tool to be running', async () =>
+        w.busy === 1 && (await runState(e.db(), run.id)).status === 'running' && workDirs(run.id).length === 1 ? true : undefined,
+      );
       const res = await c.api('POST', `/v1/runs/${run.id}/cancel`);
       assert.equal(res.status, 200);
       const body = (await res.json()) as RunBody;
