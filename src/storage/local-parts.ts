@@ -91,7 +91,8 @@ export async function closePart(part: PartVersion | null): Promise<void> {
 export async function writeTempPart(partsDir: string, partNumber: number, body: AsyncIterable<Buffer>, maxBytes: number, trailer: boolean): Promise<Written & { file: string }> {
   const file = tempName(partsDir, partNumber);
   try {
-    const handle = await fs.open(file, 'wx');
+    // Read as well as written: its MD5 is taken by reading the bytes back (part-stream.ts).
+    const handle = await fs.open(file, 'wx+');
     try {
       const written = await writeBody(body, handle, 0, maxBytes);
       if (trailer) await handle.write(Buffer.from(written.md5, 'hex'), 0, MD5_BYTES, written.size);

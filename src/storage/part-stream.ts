@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
+import { beginMd5 } from './md5-worker.js';
 
 /** Bytes gathered into one write(2): 16 socket chunks of 64 KiB. */
 const BATCH_BYTES = 1024 * 1024;
@@ -38,10 +38,12 @@ async function writeAll(handle: FileHandle, buffers: Buffer[], position: number)
 }
 
 /**
- * Writes a part's body into `handle` from `position`, hashing each chunk as it passes: one pass
- * over the bytes, no stream pipeline in between. Chunks are gathered into writes of about 1 MiB,
- * and the next batch is read while the previous one is written. A body over maxBytes is refused
+ * Writes a part's body into `handle` from `position`: one pass over the bytes, no stream pipeline
+ * in between. Chunks are gathered into writes of about 1 MiB, and the next batch is read while
+ * the previous one is written. Each batch, once written, is hashed (MD5) by a worker thread that
+ * reads it back (md5-worker.ts), off the event loop's thread. A body over maxBytes is refused
  * before its extra bytes are written. `onBatch` runs after each batch is handed to the file.
+ * `handle` must be open for reading too.
  */
 export async function writeBody(
   body: AsyncIterable<Buffer>,
@@ -50,7 +52,7 @@ export async function writeBody(
   maxBytes: number,
   onBatch?: () => Promise<void>,
 ): Promise<Written> {
-  const md5 = createHash('md5');
+  const md5 = beginMd5();
   let size = 0;
   let batch: Buffer[] = [];
   let batchBytes = 0;
@@ -58,7 +60,9 @@ export async function writeBody(
   let writing: Promise<void> = Promise.resolve();
   const flush = async () => {
     await writing;
-    const p = writeAll(handle, batch, at);
+    const [from, length] = [at, batchBytes];
+    // Written batches are hashed in the order they are written (one write at a time).
+    const p = writeAll(handle, batch, from).then(() => md5.update(handle.fd, from, length));
     // Awaited at the next flush or at the end; until then a failure must not go unhandled.
     p.catch(() => undefined);
     writing = p;
@@ -71,7 +75,6 @@ export async function writeBody(
     for await (const chunk of body) {
       size += chunk.length;
       if (size > maxBytes) throw new PartTooLargeError(maxBytes);
-      md5.update(chunk);
       batch.push(chunk);
       batchBytes += chunk.length;
       if (batchBytes >= BATCH_BYTES) await flush();
@@ -79,9 +82,11 @@ export async function writeBody(
     if (batchBytes) await flush();
     await writing;
   } catch (err) {
-    // No write may still be under way once the caller closes or removes the file.
+    // No write, and no read of the hashing thread, may still be under way once the caller
+    // closes or removes the file.
     await writing.catch(() => undefined);
+    await md5.abort();
     throw err;
   }
-  return { md5: md5.digest('hex'), size };
+  return { md5: await md5.digest(), size };
 }
