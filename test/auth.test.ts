@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { createApiKey, listApiKeys, MAX_ACTIVE_KEYS_PER_TEAM, parseScopes, revokeApiKey } from '../src/auth/key-admin.js';
-import { parseAuthorization } from '../src/auth/keys.js';
+import { hashKey, parseAuthorization } from '../src/auth/keys.js';
 import type { Plan, Role } from '../src/auth/repository.js';
 import { addMember, AdminError, createTeam, removeMember, updateMember, updateTeam } from '../src/teams/repository.js';
 import { answeredWith, createTestApp, type TestApp } from './helpers/app.js';
@@ -604,6 +604,7 @@ describe('security', () => {
     assert.deepEqual(parseAuthorization(`Bearer ${SESSION_JWT}`, 'svc_test_'), { kind: 'not_a_key' });
     assert.deepEqual(parseAuthorization(`Bearer ${key} extra`, 'svc_test_'), { kind: 'malformed' });
     assert.deepEqual(parseAuthorization(`Bearer ${key}`, 'svc_live_'), { kind: 'wrong_env' });
-    assert.equal(parseAuthorization(`Bearer ${key}`, 'svc_test_').kind, 'key');
+    // The request path's hex digest is the stored hash (api_keys.key_hash) in hex.
+    assert.deepEqual(parseAuthorization(`Bearer ${key}`, 'svc_test_'), { kind: 'key', hashHex: hashKey(key).toString('hex') });
   });
 });

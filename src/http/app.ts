@@ -43,6 +43,7 @@ import { buildOpenApiDocument, openApiTransform } from './openapi.js';
 import { ErrorResponseSchema } from './schemas.js';
 import { sharedSerializers } from './serializers.js';
 import { fieldErrors } from './validation.js';
+import { lazyRequestLoggers } from './request-logger.js';
 import { registerStringChecks, type StringChecks } from './strings.js';
 import { systemRoutes } from './system-routes.js';
 
@@ -89,14 +90,23 @@ function toApiError(err: FastifyError, request: FastifyRequest, strings: StringC
 
 /** One info line per request (on completion); the arrival line is debug-only. */
 class QuietStartLogController extends LogController {
+  /** root: the app's logger, whose level is every request's (no route sets its own). */
+  constructor(
+    options: ConstructorParameters<typeof LogController>[0],
+    private readonly root: Logger,
+  ) {
+    super(options);
+  }
+
+  // Each line's fields are built only when the line is written: at LOG_LEVEL=warn neither is.
   override incomingRequest(request: FastifyRequest): void {
-    request.log.debug({ req: request }, 'incoming request');
+    if (this.root.isLevelEnabled('debug')) request.log.debug({ req: request }, 'incoming request');
   }
 
   // The completion line also names the request (method and path: the logger's serializer drops
   // the query, where signed URLs carry their signature), so each line says what was asked.
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (this.isLogDisabled(request)) return;
+    if (this.isLogDisabled(request) || !this.root.isLevelEnabled(error ? 'error' : 'info')) return;
     if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
     else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
   }
@@ -145,7 +155,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     genReqId: () => randomUUID(),
-    logController: new QuietStartLogController({ requestIdLogLabel: 'request_id' }),
+    childLoggerFactory: lazyRequestLoggers(),
+    logController: new QuietStartLogController({ requestIdLogLabel: 'request_id' }, logger),
     bodyLimit: config.bodyLimitBytes,
     // request.ip is the client's address, which shares out lookups of unseen keys (src/auth).
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,

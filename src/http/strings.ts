@@ -103,20 +103,24 @@ export function registerStringChecks(app: FastifyInstance): StringChecks {
   const found = new WeakMap<FastifyRequest, FieldError[]>();
 
   // Plain callbacks, not async: they run on every request (see applyRequestLimits).
+  // Both hooks leave before allocating anything when the route declares nothing they check
+  // (GET /v1/me, /healthz).
   app.addHook('onRequest', (request, _reply, done) => {
     if (request.is404) return done();
     const schema = request.routeOptions.schema;
+    if (!schema?.params && !schema?.querystring) return done();
     const errors: FieldError[] = [];
-    if (schema?.params) characterErrors(request.params, ['path'], errors);
-    if (schema?.querystring) characterErrors(request.query, ['query'], errors);
+    if (schema.params) characterErrors(request.params, ['path'], errors);
+    if (schema.querystring) characterErrors(request.query, ['query'], errors);
     done(errors.length ? invalidRequest(endAtFields(errors)) : undefined);
   });
 
   app.addHook('preValidation', (request, _reply, done) => {
     if (request.is404) return done();
     const schema = request.routeOptions.schema;
-    const errors = headerErrors(request, declaredProperties(schema?.headers));
-    if (schema?.body && request.body !== undefined) characterErrors(request.body, ['body'], errors);
+    if (!schema?.headers && !schema?.body) return done();
+    const errors = headerErrors(request, declaredProperties(schema.headers));
+    if (schema.body && request.body !== undefined) characterErrors(request.body, ['body'], errors);
     // An item of a list is reported on the list, as the schema's own errors are.
     if (errors.length) found.set(request, endAtFields(errors));
     done();
