@@ -119,4 +119,24 @@ describe('image_upscale resamples like a centred Lanczos3', () => {
       }
     });
   }
+
+  test('a CMYK JPEG comes out as sRGB at twice the size, its colours kept', async () => {
+    const rgb = await textured(80, 60, 3, 3);
+    const cmyk = await sharp(await encode(rgb, 'png')).toColourspace('cmyk').jpeg({ quality: 95 }).toBuffer();
+    assert.equal((await sharp(cmyk).metadata()).space, 'cmyk');
+    const { ctx, cleanup } = await runContext(imageUpscale, cmyk, 'print.jpg');
+    try {
+      assert.ok(imageUpscale.run);
+      const [out] = await imageUpscale.run(ctx);
+      assert.ok(out);
+      const meta = await sharp(out.path).metadata();
+      assert.deepEqual([meta.format, meta.space, meta.channels, meta.width, meta.height], ['jpeg', 'srgb', 3, 160, 120]);
+      // Against the CMYK input as sRGB, enlarged by the reference: the same picture (JPEG apart).
+      const asRgb = await decode(await sharp(cmyk).toColourspace('srgb').png().toBuffer());
+      const tool = await decode(await fs.readFile(out.path));
+      assert.ok(psnr(tool, centredLanczos3(asRgb, 2), 4) > 30, `${psnr(tool, centredLanczos3(asRgb, 2), 4)} dB`);
+    } finally {
+      await cleanup();
+    }
+  });
 });
