@@ -12,33 +12,14 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import sharp, { type Sharp } from 'sharp';
+import sharp from 'sharp';
 import { upscaleImage } from '../src/tools/image/upscale.js';
 import type { Raster } from '../test/helpers/images.js';
 import { centredLanczos3 } from '../test/helpers/lanczos-reference.js';
+import { CROPS, cropAndReduce, lumaPsnr, raw, SIDE, sharpOf } from './lib/photos.js';
 import { errorText, figure, finish, loadNote, machine, table, type BenchResult } from './lib/report.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const SIDE = 256;
-const BORDER = 4;
 const TARGET_DB = 0.1;
-
-interface Crop {
-  name: string;
-  file: string;
-  /** Where the crop's centre sits, as a fraction of the width (the height: the middle). */
-  at: number;
-}
-
-const CROPS: Crop[] = [
-  { name: 'cat', file: 'node_modules/ij-test/img/cat.jpg', at: 0.5 },
-  { name: 'cops', file: 'node_modules/@jimp/test-utils/images/cops.jpg', at: 0.5 },
-  { name: 'car park', file: 'node_modules/@jimp/test-utils/images/fillbytes.jpg', at: 0.5 },
-  { name: 'street (left)', file: 'node_modules/@jimp/test-utils/images/panoramic.jpg', at: 0.25 },
-  { name: 'street (middle)', file: 'node_modules/@jimp/test-utils/images/panoramic.jpg', at: 0.5 },
-  { name: 'street (right)', file: 'node_modules/@jimp/test-utils/images/panoramic.jpg', at: 0.75 },
-];
 
 const METHODS = ['tool', 'reference', 'bicubic', 'before'] as const;
 type Method = (typeof METHODS)[number];
@@ -49,27 +30,7 @@ const LABELS: Record<Method, string> = {
   before: 'before issue 17 (libvips resize + sharpen)',
 };
 
-async function raw(img: Sharp): Promise<Raster> {
-  const { data, info } = await img.removeAlpha().raw().toBuffer({ resolveWithObject: true });
-  return { data, width: info.width, height: info.height, channels: info.channels };
-}
-
-const png = (r: Raster) => sharp(r.data, { raw: { width: r.width, height: r.height, channels: r.channels as 3 } }).png().toBuffer();
-
-function lumaPsnr(a: Raster, b: Raster): number {
-  const y = (r: Raster, i: number) => 0.299 * r.data[i]! + 0.587 * r.data[i + 1]! + 0.114 * r.data[i + 2]!;
-  let se = 0;
-  let n = 0;
-  for (let row = BORDER; row < a.height - BORDER; row++) {
-    for (let col = BORDER; col < a.width - BORDER; col++) {
-      const i = (row * a.width + col) * a.channels;
-      const d = y(a, i) - y(b, i);
-      se += d * d;
-      n++;
-    }
-  }
-  return 10 * Math.log10((255 * 255 * n) / se);
-}
+const png = (r: Raster) => sharpOf(r).png().toBuffer();
 
 async function upscaled(method: Method, small: Raster, work: string): Promise<Raster> {
   const input = () => sharp(small.data, { raw: { width: small.width, height: small.height, channels: 3 } });
@@ -96,12 +57,7 @@ async function main(): Promise<void> {
   const scores: Record<Method, number[]> = { tool: [], reference: [], bicubic: [], before: [] };
   try {
     for (const crop of CROPS) {
-      const file = path.join(ROOT, crop.file);
-      const meta = await sharp(file).metadata();
-      const left = Math.round(Math.min(meta.width - SIDE, Math.max(0, meta.width * crop.at - SIDE / 2)));
-      const top = Math.round((meta.height - SIDE) / 2);
-      const truth = await raw(sharp(file).extract({ left, top, width: SIDE, height: SIDE }));
-      const small = await raw(sharp(await png(truth)).resize(SIDE / 2, SIDE / 2, { kernel: 'cubic' }));
+      const { truth, small } = await cropAndReduce(crop);
       for (const m of METHODS) scores[m].push(lumaPsnr(await upscaled(m, small, work), truth));
     }
   } finally {
@@ -120,7 +76,7 @@ async function main(): Promise<void> {
     machine: machine(),
     load: { before, after: loadNote() },
     database: { server: 'none (no database involved)', version: null },
-    settings: { crops: CROPS.map((c) => `${c.name}: ${c.file} at ${c.at}`), side: SIDE, border: BORDER },
+    settings: { crops: CROPS.map((c) => `${c.name}: ${c.file} at ${c.at}`), side: SIDE, border: 4 },
     figures: [
       figure({
         name: 'tool_minus_reference',

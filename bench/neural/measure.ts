@@ -7,7 +7,7 @@
  *
  *   npm --prefix bench/neural ci && node --import tsx bench/neural/measure.ts
  *
- * The same six 256x256 crops of natural photographs as bench/quality.ts are the truth; each is
+ * The same six 256x256 crops of natural photographs as bench/quality.ts (bench/lib/photos.ts) are the truth; each is
  * reduced 2x (cubic), then degraded three ways (clean; saved as JPEG quality 40; mild Gaussian
  * noise, sigma 5), enlarged 2x by each method and scored by luma PSNR against the truth (4 px
  * border left out). Prints a Markdown table and the time per input megapixel of each model.
@@ -16,24 +16,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
-import sharp, { type Sharp } from 'sharp';
+import sharp from 'sharp';
+import { CROPS, cropAndReduce, lumaPsnr, raw, sharpOf } from '../lib/photos.js';
 import { centredLanczos3 } from '../../test/helpers/lanczos-reference.js';
 import type { Raster } from '../../test/helpers/images.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '..', '..');
-const SIDE = 256;
-const BORDER = 4;
-
-const CROPS = [
-  { name: 'cat', file: 'node_modules/ij-test/img/cat.jpg', at: 0.5 },
-  { name: 'cops', file: 'node_modules/@jimp/test-utils/images/cops.jpg', at: 0.5 },
-  { name: 'car park', file: 'node_modules/@jimp/test-utils/images/fillbytes.jpg', at: 0.5 },
-  { name: 'street (left)', file: 'node_modules/@jimp/test-utils/images/panoramic.jpg', at: 0.25 },
-  { name: 'street (middle)', file: 'node_modules/@jimp/test-utils/images/panoramic.jpg', at: 0.5 },
-  { name: 'street (right)', file: 'node_modules/@jimp/test-utils/images/panoramic.jpg', at: 0.75 },
-];
-
 type Degradation = 'clean' | 'jpeg q40' | 'noise σ5';
 const DEGRADATIONS: Degradation[] = ['clean', 'jpeg q40', 'noise σ5'];
 
@@ -81,28 +69,6 @@ async function loadModel(dir: string): Promise<tf.LayersModel> {
   return tf.loadLayersModel(tf.io.fromMemory({ modelTopology: json.modelTopology, weightSpecs: specs, weightData }));
 }
 
-async function raw(img: Sharp): Promise<Raster> {
-  const { data, info } = await img.removeAlpha().raw().toBuffer({ resolveWithObject: true });
-  return { data, width: info.width, height: info.height, channels: info.channels };
-}
-
-const sharpOf = (r: Raster) => sharp(r.data, { raw: { width: r.width, height: r.height, channels: 3 } });
-
-function lumaPsnr(a: Raster, b: Raster): number {
-  const y = (r: Raster, i: number) => 0.299 * r.data[i]! + 0.587 * r.data[i + 1]! + 0.114 * r.data[i + 2]!;
-  let se = 0;
-  let n = 0;
-  for (let row = BORDER; row < a.height - BORDER; row++) {
-    for (let col = BORDER; col < a.width - BORDER; col++) {
-      const i = (row * a.width + col) * a.channels;
-      const d = y(a, i) - y(b, i);
-      se += d * d;
-      n++;
-    }
-  }
-  return 10 * Math.log10((255 * 255 * n) / se);
-}
-
 /** A deterministic Gaussian generator (Box-Muller on an LCG), so every run degrades alike. */
 function gaussian(seed: number): () => number {
   let s = seed >>> 0;
@@ -145,12 +111,7 @@ async function main(): Promise<void> {
   const seconds = new Map<string, number>(MODELS.map((m) => [m.name, 0]));
   let inputPixels = 0;
   for (const [i, crop] of CROPS.entries()) {
-    const file = path.join(ROOT, crop.file);
-    const meta = await sharp(file).metadata();
-    const left = Math.round(Math.min(meta.width - SIDE, Math.max(0, meta.width * crop.at - SIDE / 2)));
-    const top = Math.round((meta.height - SIDE) / 2);
-    const truth = await raw(sharp(file).extract({ left, top, width: SIDE, height: SIDE }));
-    const small = await raw(sharp(await sharpOf(truth).png().toBuffer()).resize(SIDE / 2, SIDE / 2, { kernel: 'cubic' }));
+    const { truth, small } = await cropAndReduce(crop);
     for (const how of DEGRADATIONS) {
       const input = await degrade(small, how, i + 1);
       scores.get(how)!.get('centred Lanczos3')!.push(lumaPsnr(centredLanczos3(input, 2), truth));
