@@ -99,7 +99,7 @@ async function main(): Promise<void> {
     notes: [
       'Truth: 256x256 crops of natural photographs from npm packages (ij-test, @jimp/test-utils; dev dependencies, nothing fetched). Each is reduced 2x with sharp\'s cubic (a centred reduce) and enlarged back 2x; luma (BT.601) PSNR against the truth with a 4 px border left out.',
       'Ratios here are of PSNRs in dB and mean little; the target is on the difference in dB.',
-      `Per crop, in dB:\n\n${'```'}\n${psnrTable}\n${'```'}`,
+      `Per crop, in dB:\n\n${'```'}text\n${psnrTable}\n${'```'}`,
     ],
     details: { scores },
   };

@@ -52,6 +52,7 @@ function objectsFor(o: TeamObjects, param: string): string[] {
     asset_id: [o.assetId],
     file_id: [o.fileId, o.uploading.fileId],
     endpoint_id: [o.endpointIds[0] ?? ''],
+    delivery_id: [o.deliveryId],
   };
   const ids = byParam[param];
   assert.ok(ids, `no objects known for the id parameter "${param}": add them to objectsFor()`);
@@ -193,7 +194,7 @@ describe("another team's objects answer exactly like unknown ids", { timeout: 30
   });
 
   test("with the other team's owner key: 404 with the object's not-found code, for every operation", async () => {
-    const notFound = new Set(['run_not_found', 'output_not_found', 'file_not_found', 'webhook_endpoint_not_found']);
+    const notFound = new Set(['run_not_found', 'output_not_found', 'file_not_found', 'webhook_endpoint_not_found', 'delivery_not_found']);
     for (const op of idOps) {
       const answers = await compareOp(op, bTwins[0] as Twin, B, A);
       assert.ok(answers.length > 0, `${op.method} ${op.path}: nothing compared`);

@@ -95,9 +95,13 @@ async function restartCase(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
     // A run that succeeds and one canceled; both deliveries fail and wait for a retry.
     const done = await start('image_color_grade', { image: [fileId], preset: 'cool_matte' });
     assert.equal((await waitFinal(database.db.pool, done, 60_000)).status, 'succeeded');
-    const canceled = await start('image_color_grade', { image: [fileId], preset: 'bw_16mm' });
+    // The run to cancel waits on a held page, so the cancel always finds it unfinished (a quick
+    // tool could succeed before the cancel arrives).
+    site.holding = true;
+    const canceled = await start('brand_kit_extract', { url: site.url });
     const cancel = await api<{ status: string }>(url, team.key, 'POST', `/v1/runs/${canceled}/cancel`);
-    assert.equal(cancel.body.status, 'canceled');
+    assert.equal(cancel.body.status, 'canceled', JSON.stringify(cancel.body));
+    site.release();
     await betweenAttempts(database, endpoint.body.id, 2);
     // The one worker slot taken by a brand kit whose page hangs (the stop comes well within the
     // page's 10 s fetch limit); two runs queue behind it.

@@ -3,13 +3,13 @@ import { Type } from 'typebox';
 import { ApiError, invalidRequest, type ErrorCode } from '../http/errors.js';
 import { errorResponses } from '../http/schemas.js';
 import { getTeamFiles } from '../files/repository.js';
-import { availableOutputs, getOutputs, getTeamRun, type RunRow } from '../runs/repository.js';
+import { availableOutputs, getOutputs, type RunRow } from '../runs/repository.js';
 import { ALL_RUNS, cancelTeamRun, outputUrl, runNotFound } from '../runs/service.js';
 import { MEDIA_KINDS } from '../tools/manifest.js';
 import { canManage, requireSession, type ConsoleSession } from './guard.js';
 import type { ConsoleDeps } from './plugin.js';
 import { SESSION_ERRORS } from './routes-session.js';
-import { getTeamRunListRow, isTeamRun, listTeamRuns, runFilterChoices, runLedger, type RunListRow } from './runs-view.js';
+import { getTeamRunDetail, getTeamRunListRow, isTeamRun, listTeamRuns, runFilterChoices, runLedger, type RunListRow } from './runs-view.js';
 import {
   ConsoleRunSchema,
   InputUrlSchema,
@@ -65,12 +65,14 @@ function inputFileIds(deps: Pick<ConsoleDeps, 'tools'>, toolId: string, inputs: 
 
 export async function consoleRun(deps: ConsoleDeps, s: ConsoleSession, runId: string): Promise<ConsoleRun> {
   const db = deps.db.pool;
-  const [row, full] = await Promise.all([getTeamRunListRow(db, s.teamId, runId), getTeamRun(db, s.teamId, runId, ALL_RUNS)]);
-  if (!row || !full) throw runNotFound(runId, ALL_RUNS);
-  const named = inputFileIds(deps, row.tool_id, full.inputs);
+  // One statement for the run: two could see it on either side of its success commit (a
+  // succeeded status beside a row read while running, without outputs).
+  const row = await getTeamRunDetail(db, s.teamId, runId);
+  if (!row) throw runNotFound(runId, ALL_RUNS);
+  const named = inputFileIds(deps, row.tool_id, row.inputs);
   const files = new Map((await getTeamFiles(db, s.teamId, named.map((n) => n.id))).map((f) => [f.id, f]));
   // The outputs as /v1 would list them: only a succeeded run's, only those still available.
-  const outputs = availableOutputs(full, await getOutputs(db, runId)).map((o) => ({
+  const outputs = availableOutputs(row, await getOutputs(db, runId)).map((o) => ({
     asset_id: o.id,
     file_name: o.file_name,
     mime_type: o.mime_type,
@@ -81,14 +83,14 @@ export async function consoleRun(deps: ConsoleDeps, s: ConsoleSession, runId: st
   }));
   return {
     ...runItem(deps, row),
-    inputs: full.inputs,
+    inputs: row.inputs,
     input_files: named.flatMap(({ slot, id }) => {
       const f = files.get(id);
       return f
         ? [{ slot, file_id: id, file_name: f.file_name, mime_type: f.detected_mime, width: f.width, height: f.height, duration_seconds: f.duration_seconds }]
         : [];
     }),
-    error: full.error,
+    error: row.error,
     ledger: (await runLedger(db, s.teamId, runId)).map((l) => ({ id: l.id, kind: l.kind, amount: l.amount, note: l.note, created_at: l.created_at.toISOString() })),
     outputs,
     can_cancel: !isFinal(row.status) && mayCancel(s, row),

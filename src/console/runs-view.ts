@@ -61,8 +61,18 @@ export async function isTeamRun(db: Queryable, teamId: string, runId: string): P
 }
 
 export async function getTeamRunListRow(db: Queryable, teamId: string, runId: string): Promise<RunListRow | null> {
-  const { rows } = await db.query<RunListRow>(
-    `SELECT ${LIST_COLUMNS}
+  return getTeamRunDetail(db, teamId, runId);
+}
+
+export interface RunDetailRow extends RunListRow {
+  inputs: Record<string, unknown>;
+  error: string | null;
+}
+
+/** One run of the team with what its page shows, read in one statement (one snapshot: status and the rest agree). */
+export async function getTeamRunDetail(db: Queryable, teamId: string, runId: string): Promise<RunDetailRow | null> {
+  const { rows } = await db.query<RunDetailRow>(
+    `SELECT ${LIST_COLUMNS}, r.inputs, r.error
        FROM runs r JOIN members m ON m.id = r.member_id LEFT JOIN api_keys k ON k.id = r.api_key_id
       WHERE r.id = $1::uuid AND r.team_id = $2::uuid`,
     [runId, teamId],

@@ -24,6 +24,8 @@ export interface TeamObjects {
   /** Started while no worker runs: stays queued until canceled. */
   queuedRunId: string;
   endpointIds: string[];
+  /** The delivery of the succeeded run's event to the first endpoint (pending: no webhook worker runs). */
+  deliveryId: string;
 }
 
 /** A team whose owner key has every scope at the highest rate, and Sparks to spare. */
@@ -64,7 +66,7 @@ export async function makeTeamObjects(
   png: Buffer,
   receiver: Receiver,
 ): Promise<TeamObjects[]> {
-  const made: Omit<TeamObjects, 'run' | 'assetId' | 'queuedRunId'>[] = [];
+  const made: Omit<TeamObjects, 'run' | 'assetId' | 'queuedRunId' | 'deliveryId'>[] = [];
   const started: RunJson[] = [];
   for (const team of teams) {
     const fileId = await uploadReady(s, team.key, png, 'photo.png', 'image/png');
@@ -112,7 +114,12 @@ export async function makeTeamObjects(
     const assetId = run.outputs[0]?.asset_id;
     assert.ok(assetId, 'the setup run has no output');
     const queued = runOf(await start(s, m.team.key, 'test_copy', { inputs: { image: [m.fileId] } }));
-    out.push({ ...m, run, assetId, queuedRunId: queued.id });
+    const { rows } = await s.database.db.pool.query<{ id: string }>(
+      'SELECT id FROM webhook_deliveries WHERE endpoint_id = $1::uuid ORDER BY created_at LIMIT 1',
+      [m.endpointIds[0]],
+    );
+    assert.ok(rows[0], 'the setup run made a delivery to the first endpoint');
+    out.push({ ...m, run, assetId, queuedRunId: queued.id, deliveryId: rows[0].id });
   }
   return out;
 }
