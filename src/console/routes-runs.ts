@@ -9,7 +9,7 @@ import { MEDIA_KINDS } from '../tools/manifest.js';
 import { canManage, requireSession, type ConsoleSession } from './guard.js';
 import type { ConsoleDeps } from './plugin.js';
 import { SESSION_ERRORS } from './routes-session.js';
-import { getTeamRunDetail, getTeamRunListRow, isTeamRun, listTeamRuns, runFilterChoices, runLedger, type RunListRow } from './runs-view.js';
+import { getTeamRunDetail, isTeamRun, listTeamRuns, runFilterChoices, runLedger, type RunListRow } from './runs-view.js';
 import {
   ConsoleRunSchema,
   InputUrlSchema,
@@ -167,7 +167,7 @@ export function runConsoleRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         const s = requireSession(request);
-        const row = await getTeamRunListRow(deps.db.pool, s.teamId, request.params.run_id);
+        const row = await getTeamRunDetail(deps.db.pool, s.teamId, request.params.run_id);
         if (!row) throw runNotFound(request.params.run_id, ALL_RUNS);
         if (!mayCancel(s, row)) {
           throw new ApiError('insufficient_role', `Only owners, admins and the member who started a run cancel it; your role is ${s.role}.`, {

@@ -60,10 +60,6 @@ export async function isTeamRun(db: Queryable, teamId: string, runId: string): P
   return (rowCount ?? 0) > 0;
 }
 
-export async function getTeamRunListRow(db: Queryable, teamId: string, runId: string): Promise<RunListRow | null> {
-  return getTeamRunDetail(db, teamId, runId);
-}
-
 export interface RunDetailRow extends RunListRow {
   inputs: Record<string, unknown>;
   error: string | null;

@@ -8,6 +8,16 @@ import { ERROR_STATUS, type ErrorCode } from './errors.js';
 export const PathUuid = (description: string) =>
   Type.String({ format: 'uuid', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$', description });
 
+/**
+ * A route's preValidation hook for a page size in the query string: query values arrive as text
+ * and are not coerced (bodies are strict too), so a limit of digits is read as the number it
+ * spells before the schema checks its range; anything else is left for the schema to refuse.
+ */
+export async function numericLimit(request: { query: unknown }): Promise<void> {
+  const q = request.query as Record<string, unknown>;
+  if (typeof q.limit === 'string' && /^[0-9]{1,3}$/.test(q.limit)) q.limit = Number(q.limit);
+}
+
 export const FieldErrorSchema = Type.Object(
   {
     loc: Type.Array(Type.Union([Type.String(), Type.Integer()]), {

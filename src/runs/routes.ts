@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { FINAL_STATUSES, type RunStatus } from './repository.js';
 import { preferredWait, type RunWaiters } from './waiters.js';
 import { requireAuth } from '../auth/plugin.js';
-import { AUTH_ERRORS, errorResponses } from '../http/schemas.js';
+import { AUTH_ERRORS, errorResponses, numericLimit } from '../http/schemas.js';
 import { fieldErrors } from '../http/validation.js';
 import {
   EstimateSchema,
@@ -147,11 +147,7 @@ export function runRoutes(deps: RunsDeps & { teamChanged(teamId: string): void; 
       '/v1/runs',
       {
         config: { scope: 'read' },
-        // Query values arrive as text and bodies are not coerced: a limit of digits is read as the number it spells.
-        preValidation: async (request: FastifyRequest) => {
-          const q = request.query as Record<string, unknown>;
-          if (typeof q.limit === 'string' && /^[0-9]{1,3}$/.test(q.limit)) q.limit = Number(q.limit);
-        },
+        preValidation: numericLimit,
         schema: {
           operationId: 'listRuns',
           summary: "Runs started with this team's API keys, newest first, a page at a time",

@@ -1,9 +1,8 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireAuth } from '../auth/plugin.js';
-import { AUTH_ERRORS, errorResponses } from '../http/schemas.js';
+import { AUTH_ERRORS, errorResponses, numericLimit } from '../http/schemas.js';
 import type { ErrorCode } from '../http/errors.js';
-import type { FastifyRequest } from 'fastify';
 import {
   CreatedWebhookEndpointSchema,
   DeliveryListQuerySchema,
@@ -129,11 +128,7 @@ export function webhookRoutes(deps: WebhooksDeps): FastifyPluginAsyncTypebox {
       '/v1/webhook-endpoints/:endpoint_id/deliveries',
       {
         config,
-        // Query values arrive as text and are not coerced: a limit of digits is read as the number it spells.
-        preValidation: async (request: FastifyRequest) => {
-          const q = request.query as Record<string, unknown>;
-          if (typeof q.limit === 'string' && /^[0-9]{1,3}$/.test(q.limit)) q.limit = Number(q.limit);
-        },
+        preValidation: numericLimit,
         schema: {
           operationId: 'listWebhookDeliveries',
           summary: "The endpoint's deliveries of run events with their attempts, newest first, a page at a time",

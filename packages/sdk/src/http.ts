@@ -47,6 +47,14 @@ export interface Response<T> {
   data: T;
 }
 
+/** `?a=1&b=x` from the defined values of a query object ('' when none are). */
+export function queryString(query: Record<string, string | number | boolean | undefined>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
+  const qs = params.toString();
+  return qs ? `?${qs}` : '';
+}
+
 /** Resolves after ms, or rejects with the signal's reason when it is aborted first. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ToolrunError, errorFromResponse } from './errors.ts';
-import { fetchOnce, sleep, type Transport } from './http.ts';
+import { fetchOnce, queryString, sleep, type Transport } from './http.ts';
 import { extensionFor } from './mime.ts';
 import { isFinal, type ListRunsQuery, type OutputUrl, type Run, type RunBody, type RunList, type RunOutput } from './types.ts';
 
@@ -85,10 +85,7 @@ export class Runs {
 
   /** One page of the team's API runs, newest first; pass the last id as `starting_after` while `has_more`. */
   list(query: ListRunsQuery = {}, opts: { signal?: AbortSignal } = {}): Promise<RunList> {
-    const params = new URLSearchParams();
-    for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
-    const qs = params.toString();
-    return this.http.request<RunList>('GET', `/v1/runs${qs ? `?${qs}` : ''}`, { retry: 'idempotent', signal: opts.signal });
+    return this.http.request<RunList>('GET', `/v1/runs${queryString(query)}`, { retry: 'idempotent', signal: opts.signal });
   }
 
   /** Every run matching the filters, newest first, fetching page after page as they are read. */

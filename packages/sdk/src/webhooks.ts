@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Transport } from './http.ts';
+import { queryString, type Transport } from './http.ts';
 import type {
   CreatedWebhookEndpoint,
   CreateWebhookEndpointBody,
@@ -38,10 +38,7 @@ export class WebhookEndpoints {
 
   /** One page of the endpoint's deliveries with their attempts, newest first; pass the last id as `starting_after` while `has_more`. */
   deliveries(id: string, query: ListDeliveriesQuery = {}, opts: { signal?: AbortSignal } = {}): Promise<WebhookDeliveryList> {
-    const params = new URLSearchParams();
-    for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
-    const qs = params.toString();
-    return this.http.request('GET', `/v1/webhook-endpoints/${encodeURIComponent(id)}/deliveries${qs ? `?${qs}` : ''}`, { retry: 'idempotent', signal: opts.signal });
+    return this.http.request('GET', `/v1/webhook-endpoints/${encodeURIComponent(id)}/deliveries${queryString(query)}`, { retry: 'idempotent', signal: opts.signal });
   }
 
   /** Sends a given-up (failed) delivery again, with the same event id and body. */
