@@ -64,7 +64,8 @@ interface Spec {
 const clip = (dir: string, name: string, seconds: number, width: number, slot: string) =>
   makeClip(dir, name, { width, height: 360, seconds: Math.round(seconds * 10) / 10, fps: 25, slot });
 const SPECS: Spec[] = [
-  { id: 'image_upscale', unit: 'MP JPEG', base: 2, min: 0.3, max: 16, values: () => ({}), make: async (d, s, t) => [await makeImage(d, `up-${t}.jpg`, s, 'image')] },
+  // At most 12.5 MP (4082 x 3062): image_upscale takes inputs up to 4096 px a side.
+  { id: 'image_upscale', unit: 'MP JPEG', base: 2, min: 0.3, max: 12.5, values: () => ({}), make: async (d, s, t) => [await makeImage(d, `up-${t}.jpg`, s, 'image')] },
   {
     id: 'image_color_grade',
     unit: 'MP JPEG',
@@ -213,12 +214,15 @@ async function main(): Promise<void> {
   const children: AppChild[] = [];
   let database: BenchDatabase | null = null;
   let pool: pg.Pool | null = null;
+  let notifier: RunNotifier | null = null;
   const site = new BrandSite();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-bench-tools-'));
   let cleaning: Promise<void> | null = null;
   const cleanup = () =>
     (cleaning ??= (async () => {
       for (const c of children) await c.stop().catch(() => undefined);
+      // Before the database is dropped (WITH FORCE): its LISTEN client would die of 57P01 unheard.
+      await notifier?.close().catch(() => undefined);
       await pool?.end().catch(() => undefined);
       await site.close().catch(() => undefined);
       await database?.teardown();
@@ -248,7 +252,7 @@ async function main(): Promise<void> {
     const direct = await startAppChild('direct', env);
     children.push(direct);
     const api = new Api(apiChild.url, database.key);
-    const notifier = new RunNotifier(database.url);
+    notifier = new RunNotifier(database.url);
     await notifier.start();
     const results: ToolResult[] = [];
     for (const spec of SPECS.filter((s) => settings.tools.includes(s.id))) {
@@ -257,6 +261,7 @@ async function main(): Promise<void> {
     }
     api.close();
     await notifier.close();
+    notifier = null;
     const loadAfter = loadNote();
     await cleanup();
 
@@ -343,6 +348,10 @@ async function main(): Promise<void> {
       details: { summary, results, target: { overhead: OVERHEAD_TARGET, applies_to_jobs_over_ms: TARGET_APPLIES_MS } },
     };
     finish(result);
+  } catch (err) {
+    // Said before the clean-up, which may fail in its own way and hide this.
+    process.stderr.write(`bench:tools failed: ${errorText(err)}\n`);
+    throw err;
   } finally {
     await cleanup();
   }

@@ -4,7 +4,7 @@
 // worker processes killed mid-run: runs-crash.test.ts. The two suites run side by side, each on
 // its own server and database.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -126,6 +126,32 @@ describe('run engine (in-process workers)', { concurrency: true }, () => {
         stopped.abort('canceled');
         await assert.rejects(storeOutputs(outputs.slice(0, 1), { ...opts, signal: stopped.signal }));
         assert.deepEqual(c.storedObjects(runId), [], 'nothing stored once the run was stopped');
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    test('outputs the encoder vouches for: held to its report (length, type, header size), its checksum recorded', async () => {
+      const c = await TeamClient.create(e.s);
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-engine-'));
+      try {
+        const png = await makePng(64, 48);
+        const file = path.join(dir, 'out.png');
+        const vouched = { bytes: png.length, sha256: createHash('sha256').update(png).digest('hex'), width: 64, height: 48 };
+        const opts = { teamId: c.team.teamId, runId: randomUUID(), storage: e.s.storage, media: resolveMediaBinaries(), maxBytes: 1 << 30 };
+        const store = (encoded: typeof vouched, mimeType = 'image/png') => {
+          fs.writeFileSync(file, png);
+          return storeOutputs([{ path: file, fileName: 'out.png', mimeType, encoded }], opts);
+        };
+        const unreadable = (err: Error) => err instanceof ToolError && /unreadable output|bytes its encoder made/.test(err.message);
+        await assert.rejects(store({ ...vouched, bytes: png.length + 1 }), unreadable, 'a file shorter than the encoder made');
+        await assert.rejects(store({ ...vouched, width: 65 }), unreadable, 'a header of another size');
+        await assert.rejects(store(vouched, 'image/jpeg'), unreadable, 'another type than claimed');
+        assert.deepEqual(c.storedObjects(opts.runId), [], 'nothing stored from a refused output');
+        const [stored] = await store(vouched);
+        assert.equal(stored?.sha256, vouched.sha256);
+        assert.deepEqual([stored?.width, stored?.height, stored?.sizeBytes], [64, 48, png.length]);
+        assert.equal(c.storedObjects(opts.runId).length, 1);
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
       }

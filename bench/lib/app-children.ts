@@ -42,9 +42,14 @@ export interface Child<P extends Message, C extends Message> {
   stop(): Promise<void>;
 }
 
-/** Forks bench/<entry> through tsx with IPC; `stop` sends {type:'stop'} and kills it after 15 s. */
+/**
+ * Forks bench/<entry> through tsx with IPC; `stop` sends {type:'stop'} and kills it after 15 s.
+ * BENCH_CHILD_NODE_ARGS adds node flags to every child (space-separated), for a look inside one:
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof` profiles each (node refuses --cpu-prof in NODE_OPTIONS).
+ */
 export function forkChild<P extends Message, C extends Message>(entry: string, args: string[], env: NodeJS.ProcessEnv): Child<P, C> {
-  const child = fork(path.join(BENCH_DIR, entry), args, { execArgv: ['--import', 'tsx'], env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const extra = (process.env.BENCH_CHILD_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = fork(path.join(BENCH_DIR, entry), args, { execArgv: ['--import', 'tsx', ...extra], env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const next = <T extends C['type']>(type: T, timeoutMs: number) =>
     new Promise<Extract<C, { type: T }>>((resolve, reject) => {
       const timer = setTimeout(() => done(new Error(`no "${type}" message from ${entry} in ${timeoutMs} ms`)), timeoutMs);

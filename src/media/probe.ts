@@ -303,6 +303,13 @@ export async function probeStored(storage: Storage, key: string, bins: MediaBina
 }
 
 /** The same checks on a local file (a tool's output before it is stored). */
+/** An image file's type (from its first bytes) and size (from its header): nothing is decoded. */
+export async function imageHeader(path: string): Promise<{ mime: string | null; width: number | null; height: number | null }> {
+  const type = await fileTypeFromFile(path).catch(() => undefined);
+  const meta = await sharp(path).metadata().catch(() => null);
+  return { mime: type?.mime ?? null, width: meta?.width ?? null, height: meta?.height ?? null };
+}
+
 export async function probeLocalFile(path: string, bins: MediaBinaries, limits: ProbeLimits = OUTPUT_PROBE_LIMITS): Promise<ProbeResult> {
   const type = await fileTypeFromFile(path).catch(() => undefined);
   const mime = type?.mime ?? null;

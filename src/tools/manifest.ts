@@ -101,6 +101,21 @@ export interface ToolOutput {
   mimeType: string;
   /** The parsed content of a JSON output, for onSucceeded. */
   data?: unknown;
+  /**
+   * What the encoder reported for an image it encoded in memory and the runner then wrote whole:
+   * the engine checks the file against it (its length, type and header size) instead of decoding
+   * it a second time, and takes the checksum from here (docs/decisions.md, "Outputs the encoder
+   * vouches for").
+   */
+  encoded?: EncodedImage;
+}
+
+export interface EncodedImage {
+  bytes: number;
+  /** Hex SHA-256 of the encoder's bytes. */
+  sha256: string;
+  width: number;
+  height: number;
 }
 
 export type ToolRunner = (ctx: RunContext) => Promise<ToolOutput[]>;

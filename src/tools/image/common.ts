@@ -1,7 +1,9 @@
+import { hash } from 'node:crypto';
+import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import sharp, { type Metadata, type Sharp } from 'sharp';
-import { ToolError } from '../manifest.js';
+import sharp, { type Metadata, type OutputInfo, type Sharp } from 'sharp';
+import { ToolError, type ToolOutput } from '../manifest.js';
 
 let configured = false;
 
@@ -89,6 +91,21 @@ export function outputFormat(meta: Pick<Metadata, 'format' | 'compression'>): Ou
 export function outputName(inputName: string, suffix: string, format: OutputFormat): string {
   const stem = path.parse(path.basename(inputName)).name.replace(/[\u0000-\u001f\u007f"\\/]/g, '').slice(0, 100) || 'image';
   return `${stem}-${suffix}.${format.ext}`;
+}
+
+/**
+ * Writes an image the encoder made in memory and vouches for it (ToolOutput.encoded): the bytes
+ * are hashed here, where they already are, and the engine need not decode the file again.
+ */
+export async function writeEncoded(outDir: string, fileName: string, format: OutputFormat, encoded: { data: Buffer; info: OutputInfo }): Promise<ToolOutput> {
+  const file = path.join(outDir, fileName);
+  await fs.writeFile(file, encoded.data);
+  return {
+    path: file,
+    fileName,
+    mimeType: format.mime,
+    encoded: { bytes: encoded.data.length, sha256: hash('sha256', encoded.data, 'hex'), width: encoded.info.width, height: encoded.info.height },
+  };
 }
 
 /** Size as displayed: EXIF orientations 5..8 swap width and height. */

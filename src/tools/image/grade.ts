@@ -1,9 +1,7 @@
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import sharp, { type Metadata, type OutputInfo } from 'sharp';
 import { ToolError, type RunContext, type ToolOutput } from '../manifest.js';
 import { decodeTable, LUMA_B, LUMA_G, LUMA_R, lookup, SeededNoise, smooth01 } from './color.js';
-import { abortable, configureSharp, decodeFailure, outputFormat, outputName, throwIfStopped } from './common.js';
+import { abortable, configureSharp, decodeFailure, outputFormat, outputName, throwIfStopped, writeEncoded } from './common.js';
 import { GRADE_MAX_PIXELS } from './grade-rules.js';
 import { planGrade, settingsFrom, type GradePlan, type GradeSettings } from './looks.js';
 
@@ -161,19 +159,16 @@ export async function gradeImage(opts: GradeOptions): Promise<ToolOutput> {
   const out = outputFormat(meta);
   let img = sharp(px, { raw: { width: shape.width, height: shape.height, channels: shape.channels === 4 ? 4 : 3 } }).timeout({ seconds: opts.timeoutSeconds });
   if (px instanceof Uint16Array) img = img.toColourspace('rgb16');
-  let bytes: Buffer;
+  let encoded: { data: Buffer; info: OutputInfo };
   try {
-    bytes = await abortable(out.encode(img).toBuffer(), opts.signal);
+    encoded = await abortable(out.encode(img).toBuffer({ resolveWithObject: true }), opts.signal);
   } catch (err) {
     throwIfStopped(opts.signal);
     throw decodeFailure(err);
   }
   opts.progress(0.95);
   throwIfStopped(opts.signal);
-  const fileName = outputName(opts.inputName, 'graded', out);
-  const file = path.join(opts.outDir, fileName);
-  await fs.writeFile(file, bytes);
-  return { path: file, fileName, mimeType: out.mime };
+  return writeEncoded(opts.outDir, outputName(opts.inputName, 'graded', out), out, encoded);
 }
 
 /** The tool's runner: grain is seeded from the run id, so a run's output is reproducible. */

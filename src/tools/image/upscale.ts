@@ -1,8 +1,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import sharp, { type Metadata, type Sharp } from 'sharp';
+import sharp, { type Metadata, type OutputInfo, type Sharp } from 'sharp';
 import { ToolError, type RunContext, type ToolOutput } from '../manifest.js';
-import { abortable, configureSharp, decodeFailure, orientedSize, outputFormat, outputName, throwIfStopped } from './common.js';
+import { abortable, configureSharp, decodeFailure, orientedSize, outputFormat, outputName, throwIfStopped, writeEncoded } from './common.js';
 import { lanczos2xPasses } from './lanczos.js';
 import { UPSCALE, UPSCALE_MAX_INPUT_PIXELS, upscaleLimitProblem } from './upscale-rules.js';
 
@@ -77,9 +77,9 @@ export async function upscaleImage(opts: UpscaleOptions): Promise<ToolOutput> {
   if (keepProfile) img = img.keepIccProfile();
   // 16-bit PNG and TIFF stay 16-bit (sharp writes 8 bits unless told).
   if (depth === 'ushort' && (format.ext === 'png' || format.ext === 'tiff')) img = sixteen(img);
-  let bytes: Buffer;
+  let encoded: { data: Buffer; info: OutputInfo };
   try {
-    bytes = await abortable(format.encode(img).toBuffer(), opts.signal);
+    encoded = await abortable(format.encode(img).toBuffer({ resolveWithObject: true }), opts.signal);
   } catch (err) {
     throwIfStopped(opts.signal);
     throw decodeFailure(err);
@@ -88,10 +88,7 @@ export async function upscaleImage(opts: UpscaleOptions): Promise<ToolOutput> {
   }
   opts.progress(0.9);
   throwIfStopped(opts.signal);
-  const fileName = outputName(opts.inputName, 'upscaled', format);
-  const out = path.join(opts.outDir, fileName);
-  await fs.writeFile(out, bytes);
-  return { path: out, fileName, mimeType: format.mime };
+  return writeEncoded(opts.outDir, outputName(opts.inputName, 'upscaled', format), format, encoded);
 }
 
 /** The tool's runner. */
