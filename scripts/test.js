@@ -32,7 +32,9 @@ function findTests(dir) {
 
 const filter = process.argv.slice(2);
 let files = findTests(path.join(root, 'test'));
-if (filter.length) files = files.filter((f) => filter.some((x) => f.includes(x)));
+// Matched against the path from the repository (test/me.test.ts), not the absolute one: a
+// checkout under /home/me/ must not make `npm test -- me` match every file.
+if (filter.length) files = files.filter((f) => filter.some((x) => path.relative(root, f).split(path.sep).join('/').includes(x)));
 
 let adminUrl = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || '';
 let embedded = null;

@@ -6,7 +6,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { Command } from 'commander';
 import pg from 'pg';
+import { adminCommand } from '../src/cli/admin.js';
+import { loadConfig } from '../src/config/config.js';
 import { answeredWith, createTestApp, type TestApp } from './helpers/app.js';
 import { bearer } from './helpers/fixtures.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
@@ -23,7 +26,10 @@ import {
 } from './helpers/process.js';
 
 const EX_USAGE = 64;
+const EX_UNAVAILABLE = 69;
 const EX_CONFIG = 78;
+/** The line every admin command that reaches for its database starts stderr with. */
+const DATABASE_LINE = /^toolrun: database: \S.* \((DATABASE_URL|TOOLRUN_DATA_DIR)\)\n/;
 
 interface TeamJson {
   id: string;
@@ -76,12 +82,13 @@ function toolrun(args: string[], extraEnv: Record<string, string> = {}): Promise
 }
 
 /**
- * A command's stderr: nothing for admin commands (they log only when something is wrong), or for
- * `migrate` only JSON log lines below warning level.
+ * A command's stderr: for admin commands only the line naming the database (they log only when
+ * something is wrong), or for `migrate` only JSON log lines below warning level.
  */
 function assertQuietStderr(args: string[], stderr: string): void {
   if (args[0] !== 'migrate') {
-    assert.equal(stderr, '', `toolrun ${args.join(' ')} wrote to stderr: ${stderr}`);
+    assert.match(stderr, DATABASE_LINE, `toolrun ${args.join(' ')} did not name its database`);
+    assert.equal(stderr.replace(DATABASE_LINE, ''), '', `toolrun ${args.join(' ')} wrote to stderr: ${stderr}`);
     return;
   }
   for (const line of stderr.split('\n').filter(Boolean)) {
@@ -109,8 +116,10 @@ async function refused(args: string[], code: number, message: RegExp, extraEnv: 
   const r = await toolrun(args, extraEnv);
   assert.equal(r.code, code, `toolrun ${args.join(' ')}: exit ${r.code} (wanted ${code})\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
   assert.equal(r.stdout, '', `toolrun ${args.join(' ')}: nothing on stdout expected`);
-  assert.match(r.stderr, message, `toolrun ${args.join(' ')}: stderr`);
-  assert.ok(r.stderr.trim().split('\n').length <= 3, `a short message expected, got: ${r.stderr}`);
+  // Usage errors stop before the database is named; refusals come after its line.
+  const said = r.stderr.replace(DATABASE_LINE, '');
+  assert.match(said, message, `toolrun ${args.join(' ')}: stderr`);
+  assert.ok(said.trim().split('\n').length <= 2, `a short message expected, got: ${r.stderr}`);
   return r;
 }
 
@@ -167,6 +176,19 @@ describe('toolrun admin team', { concurrency: 3 }, () => {
     await refused(['admin', 'team', 'frobnicate'], EX_USAGE, /unknown command/);
   });
 
+  test('list prints {"object":"list","data":[team...]} oldest first; --limit bounds it', async () => {
+    const a = await createTeam();
+    const b = await createTeam();
+    const all = await ok<{ object: string; data: TeamJson[] }>(['admin', 'team', 'list', '--limit', '10000']);
+    assert.equal(all.object, 'list');
+    const ids = all.data.map((t) => t.id);
+    assert.ok(ids.indexOf(a.id) >= 0 && ids.indexOf(a.id) < ids.indexOf(b.id), 'both teams, the older first');
+    assert.deepEqual(all.data.find((t) => t.id === b.id), b);
+    const one = await ok<{ data: TeamJson[] }>(['admin', 'team', 'list', '--limit', '1']);
+    assert.equal(one.data.length, 1);
+    await refused(['admin', 'team', 'list', '--limit', '0'], EX_USAGE, /--limit must be a whole number >= 1/);
+  });
+
   test('an unknown team id exits 1 naming the id, for every command that takes one', async () => {
     const id = randomUUID();
     const msg = new RegExp(`^toolrun: no team with id ${id}\\n$`);
@@ -175,6 +197,7 @@ describe('toolrun admin team', { concurrency: 3 }, () => {
     await refused(['admin', 'sparks', 'grant', '--team', id, '--amount', '5'], 1, msg);
     await refused(['admin', 'member', 'add', '--team', id, '--email', 'a@example.test', '--role', 'owner'], 1, msg);
     await refused(['admin', 'key', 'list', '--team', id], 1, msg);
+    await refused(['admin', 'member', 'list', '--team', id], 1, msg);
   });
 });
 
@@ -216,6 +239,28 @@ describe('toolrun admin member', () => {
     // The email can join again, as a new member.
     const again = await ok<{ member: MemberJson }>(['admin', 'member', 'add', '--team', team.id, '--email', 'ada@example.test', '--role', 'owner']);
     assert.notEqual(again.member.id, out.member.id);
+  });
+});
+
+describe('toolrun admin member list', () => {
+  test("lists a team's current members oldest first; a lost key is replaced from what team list and member list show", async () => {
+    const team = await createTeam(['--sparks', '10']);
+    const owner = await addMember(team.id, 'owner');
+    const admin = await addMember(team.id, 'admin');
+    const gone = await addMember(team.id, 'member');
+    await ok(['admin', 'member', 'remove', '--member', gone.id]);
+    const listed = await ok<{ object: string; data: MemberJson[] }>(['admin', 'member', 'list', '--team', team.id]);
+    assert.deepEqual(listed, { object: 'list', data: [owner, admin] });
+    // What an operator does for a demo team whose key was lost: find the team, its owner, a new key.
+    const teams = await ok<{ data: TeamJson[] }>(['admin', 'team', 'list', '--limit', '10000']);
+    const found = teams.data.find((t) => t.name === team.name);
+    assert.ok(found);
+    const first = (await ok<{ data: MemberJson[] }>(['admin', 'member', 'list', '--team', found.id])).data.find((m) => m.role === 'owner');
+    assert.equal(first?.id, owner.id);
+    const made = await ok<{ key: string }>(['admin', 'key', 'create', '--member', owner.id, '--name', 'replacement']);
+    const res = await me(made.key);
+    assert.equal(res.status, 200);
+    await refused(['admin', 'member', 'list', '--team', 'nope'], EX_USAGE, /--team.*UUID/);
   });
 });
 
@@ -427,15 +472,12 @@ describe('toolrun migrate', () => {
     }
   });
 
-  test('commands started together on a new database all succeed (migrations take turns)', async () => {
+  test('migrations started together on a new database all succeed (they take turns); admin commands work after', async () => {
     const url = await emptyDatabase();
-    const runs = await Promise.all([
-      toolrun(['migrate'], { DATABASE_URL: url }),
-      toolrun(['migrate'], { DATABASE_URL: url }),
-      toolrun(['admin', 'team', 'create', '--name', 'Race A', '--plan', 'plus'], { DATABASE_URL: url }),
-      toolrun(['admin', 'team', 'create', '--name', 'Race B', '--plan', 'plus'], { DATABASE_URL: url }),
-    ]);
+    const runs = await Promise.all([0, 1, 2].map(() => toolrun(['migrate'], { DATABASE_URL: url })));
     for (const r of runs) assert.equal(r.code, 0, `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
+    const created = await Promise.all(['Race A', 'Race B'].map((name) => toolrun(['admin', 'team', 'create', '--name', name, '--plan', 'plus'], { DATABASE_URL: url })));
+    for (const r of created) assert.equal(r.code, 0, `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
@@ -446,10 +488,53 @@ describe('toolrun migrate', () => {
     }
   });
 
-  test('help and unknown commands', async () => {
+  test('admin commands never make a database: an empty one is refused (exit 69), named, and left empty', async () => {
+    const url = await emptyDatabase();
+    const r = await refused(['admin', 'team', 'create', '--name', 'Nowhere', '--plan', 'pro'], EX_UNAVAILABLE, /holds no Toolrun database: .*`toolrun migrate`/, { DATABASE_URL: url });
+    const u = new URL(url);
+    assert.ok(r.stderr.startsWith(`toolrun: database: postgres://${u.username}@${u.host}${u.pathname} (DATABASE_URL)\n`), r.stderr);
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ n: number }>(`SELECT count(*)::integer AS n FROM pg_tables WHERE schemaname = 'public'`);
+      assert.equal(rows[0]?.n, 0, 'the admin command created tables');
+      // A database an upgrade has not migrated yet is refused too, naming the command that does it.
+      await client.end();
+      assert.equal((await toolrun(['migrate'], { DATABASE_URL: url })).code, 0);
+      const c2 = new pg.Client({ connectionString: url });
+      await c2.connect();
+      await c2.query('DELETE FROM pgmigrations WHERE id = (SELECT max(id) FROM pgmigrations)');
+      await c2.end();
+      await refused(['admin', 'team', 'list'], EX_UNAVAILABLE, /needs migrations this version brings: run `toolrun migrate` first/, { DATABASE_URL: url });
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  });
+
+  test('the database line never shows a password', async () => {
+    const u = new URL(database.url);
+    u.password = 'hunter2-secret';
+    u.searchParams.set('password', 'hunter2-secret');
+    const r = await toolrun(['admin', 'team', 'list', '--limit', '1'], { DATABASE_URL: u.toString() });
+    assert.match(r.stderr, DATABASE_LINE);
+    assert.doesNotMatch(r.stderr, /hunter2/);
+  });
+
+  test('help and unknown commands; every admin command and option is described', async () => {
     const help = await toolrun(['--help']);
     assert.equal(help.code, 0);
     for (const cmd of ['serve', 'worker', 'migrate', 'admin']) assert.match(help.stdout, new RegExp(`\\b${cmd}\\b`));
+    const undescribed: string[] = [];
+    const walk = (cmd: Command, at: string): void => {
+      if (!cmd.description().trim()) undescribed.push(at);
+      for (const o of cmd.options) if (!o.description.trim()) undescribed.push(`${at} ${o.flags}`);
+      for (const sub of cmd.commands) walk(sub, `${at} ${sub.name()}`);
+    };
+    walk(adminCommand(loadConfig({ ...process.env, DATABASE_URL: database.url }), async () => undefined), 'admin');
+    assert.deepEqual(undescribed, []);
+    const memberHelp = await toolrun(['admin', 'member', 'list', '--help']);
+    assert.equal(memberHelp.code, 0);
+    assert.match(memberHelp.stdout, /a team's members \(removed ones left out\)/);
     await refused(['launch'], EX_USAGE, /unknown command 'launch'/);
   });
 });
@@ -477,17 +562,33 @@ describe('the embedded PostgreSQL (TOOLRUN_DATA_DIR, no DATABASE_URL)', () => {
     assert.deepEqual(shown.team, team);
     const r = await runCli(['admin', 'team', 'show', '--team', randomUUID()], env);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /^toolrun: no team with id /);
+    assert.match(r.stderr, new RegExp(`^toolrun: database: the embedded PostgreSQL in ${dir} \\(TOOLRUN_DATA_DIR\\)\\ntoolrun: no team with id `));
     const pid = postmasterPid(dir);
     assert.ok(pid === null || pidGone(pid), 'a failed command left the embedded PostgreSQL running');
   });
 
-  test('commands started together on a new data directory initialise it once and share one server', async () => {
+  test('admin commands on a data directory without a database are refused (exit 69) and create nothing', async () => {
+    const dir = makeDataDir('cli-embedded-none');
+    dataDirs.push(dir);
+    const before = fs.readdirSync(dir);
+    const r = await runCli(['admin', 'team', 'list'], cliEnv({ TOOLRUN_DATA_DIR: dir }));
+    assert.equal(r.code, EX_UNAVAILABLE, r.stderr);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr, `toolrun: database: the embedded PostgreSQL in ${dir} (TOOLRUN_DATA_DIR)\ntoolrun: there is no database in ${dir} (TOOLRUN_DATA_DIR): point TOOLRUN_DATA_DIR at the data directory the service uses, or set DATABASE_URL; \`toolrun serve\` or \`toolrun migrate\` makes a new one\n`);
+    assert.deepEqual(fs.readdirSync(dir), before, 'the data directory was changed');
+    const missing = path.join(dir, 'does-not-exist');
+    const r2 = await runCli(['admin', 'team', 'list'], cliEnv({ TOOLRUN_DATA_DIR: missing }));
+    assert.equal(r2.code, EX_UNAVAILABLE, r2.stderr);
+    assert.ok(!fs.existsSync(missing), 'the admin command made the data directory');
+  });
+
+  test('migrations started together on a new data directory initialise it once; admin commands together share one server', async () => {
     const dir = makeDataDir('cli-embedded-race');
     dataDirs.push(dir);
     const env = cliEnv({ TOOLRUN_DATA_DIR: dir });
+    const migrations = await Promise.all([runCli(['migrate'], env), runCli(['migrate'], env)]);
+    for (const r of migrations) assert.equal(r.code, 0, `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
     const runs = await Promise.all([
-      runCli(['migrate'], env),
       runCli(['admin', 'team', 'create', '--name', 'Race A', '--plan', 'plus'], env),
       runCli(['admin', 'team', 'create', '--name', 'Race B', '--plan', 'plus'], env),
     ]);
@@ -496,7 +597,7 @@ describe('the embedded PostgreSQL (TOOLRUN_DATA_DIR, no DATABASE_URL)', () => {
       const pid = postmasterPid(dir);
       return pid === null || pidGone(pid);
     });
-    for (const r of runs.slice(1)) {
+    for (const r of runs) {
       const { team } = JSON.parse(r.stdout) as { team: TeamJson };
       const shown = await runCli(['admin', 'team', 'show', '--team', team.id], env);
       assert.equal(shown.code, 0, shown.stderr);

@@ -153,7 +153,7 @@ describe('toolrun serve with the embedded PostgreSQL', () => {
       const env = cliEnv({ TOOLRUN_DATA_DIR: dataDir });
       const show = await runCli(['admin', 'team', 'show', '--team', teamId], env);
       assert.equal(show.code, 0, show.stderr);
-      assert.equal(show.stderr, '');
+      assert.equal(show.stderr, `toolrun: database: the embedded PostgreSQL in ${dataDir} (TOOLRUN_DATA_DIR)\n`, 'only the line naming the database');
       assert.deepEqual(JSON.parse(show.stdout), { team: { id: teamId, name: 'Demo team', plan: 'pro', sparks_available: 1000, runs_per_hour: 1000 } });
 
       const grant = await runCli(['admin', 'sparks', 'grant', '--team', teamId, '--amount', '-1'], env);

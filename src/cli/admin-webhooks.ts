@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { listAttempts, redeliverEvent } from '../webhooks/admin.js';
-import { uuid, type WithDb } from './admin.js';
+import { uuid, type WithDb } from './options.js';
 
 export function webhooksAdminCommand(withDb: WithDb): Command {
   const webhooks = new Command('webhooks').description('webhook deliveries');

@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import type { Config } from '../config/config.js';
 import { webhooksAdminCommand } from './admin-webhooks.js';
-import type { Db } from '../db/pool.js';
+import { integer, oneOf, uuid, type WithDb } from './options.js';
 import { createApiKey, DEFAULT_RATE, listApiKeys, parseScopes, RATE_CHOICES, revokeApiKey } from '../auth/key-admin.js';
 import type { Plan, Role, Scope } from '../auth/repository.js';
 import {
@@ -9,6 +9,8 @@ import {
   AdminError,
   grantSparks,
   isEmailAddress,
+  listMembers,
+  listTeams,
   mustGetTeam,
   PLANS,
   removeMember,
@@ -19,28 +21,6 @@ import {
   type Team,
 } from '../teams/repository.js';
 
-/** Runs an admin action against an opened database and returns what to print. */
-export type WithDb = (fn: (db: Db) => Promise<unknown>) => Promise<void>;
-
-function integer(name: string, opts: { min?: number } = {}) {
-  return (raw: string): number => {
-    if (!/^-?\d+$/.test(raw)) throw new InvalidArgumentError(`${name} must be a whole number`);
-    const n = Number(raw);
-    if (!Number.isSafeInteger(n) || (opts.min !== undefined && n < opts.min)) {
-      throw new InvalidArgumentError(`${name} must be a whole number${opts.min !== undefined ? ` >= ${opts.min}` : ''}`);
-    }
-    return n;
-  };
-}
-
-function oneOf<T extends string>(name: string, values: readonly T[]) {
-  return (raw: string): T => {
-    if (!values.includes(raw as T)) throw new InvalidArgumentError(`${name} must be one of ${values.join(', ')}`);
-    return raw as T;
-  };
-}
-
-/** Bad option values are usage errors (exit 64), found before the database is opened. */
 function rate(raw: string): number {
   const n = integer('--rate')(raw);
   if (!RATE_CHOICES.includes(n)) throw new InvalidArgumentError(`--rate must be one of ${RATE_CHOICES.join(', ')}`);
@@ -56,22 +36,23 @@ function scopes(raw: string): Scope[] {
   }
 }
 
-export const uuid = (name: string) => (raw: string) => {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(raw)) {
-    throw new InvalidArgumentError(`${name} must be an id (a UUID), got "${raw}"`);
-  }
-  return raw.toLowerCase();
-};
-
 const teamView = (t: Team) => ({ team: t });
 const memberView = (m: Member) => ({ member: { id: m.id, email: m.email, role: m.role } });
 
 export function adminCommand(config: Config, withDb: WithDb): Command {
-  const admin = new Command('admin').description('operator commands; each prints JSON on stdout');
+  const admin = new Command('admin').description(
+    'operator commands against the database the service uses (never a new one); each prints JSON on stdout and names the database on stderr',
+  );
 
-  const team = admin.command('team').description('teams');
+  const team = admin.command('team').description('create, list, show and change teams');
+  team
+    .command('list')
+    .description('teams, oldest first (the demo team is the first on a new install)')
+    .option('--limit <n>', 'most teams to print (default 100)', integer('--limit', { min: 1 }), 100)
+    .action((o: { limit: number }) => withDb(async (db) => ({ object: 'list', data: await listTeams(db.pool, Math.min(o.limit, 10_000)) })));
   team
     .command('create')
+    .description('make a team with a plan and, optionally, a first grant of Sparks')
     .requiredOption('--name <name>', 'team name')
     .requiredOption('--plan <plan>', PLANS.join('|'), oneOf('--plan', PLANS))
     .option('--sparks <n>', 'initial Sparks grant', integer('--sparks', { min: 0 }))
@@ -85,6 +66,7 @@ export function adminCommand(config: Config, withDb: WithDb): Command {
     );
   team
     .command('update')
+    .description("change a team's plan or hourly ceiling on new runs (keys see it within seconds)")
     .requiredOption('--team <id>', 'team id', uuid('--team'))
     .option('--plan <plan>', PLANS.join('|'), oneOf('--plan', PLANS))
     .option('--runs-per-hour <n>', 'hourly ceiling on new runs', integer('--runs-per-hour', { min: 1 }))
@@ -93,20 +75,28 @@ export function adminCommand(config: Config, withDb: WithDb): Command {
     );
   team
     .command('show')
+    .description('one team: plan, Sparks available, hourly ceiling')
     .requiredOption('--team <id>', 'team id', uuid('--team'))
     .action((o: { team: string }) => withDb(async (db) => teamView(await mustGetTeam(db.pool, o.team))));
 
   admin
     .command('sparks')
-    .description('Sparks')
+    .description("change a team's Sparks")
     .command('grant')
+    .description('add Sparks to a team, or deduct them with a negative amount (never below zero)')
     .requiredOption('--team <id>', 'team id', uuid('--team'))
     .requiredOption('--amount <n>', 'Sparks to add (negative deducts)', integer('--amount'))
     .action((o: { team: string; amount: number }) => withDb(async (db) => teamView(await grantSparks(db, o.team, o.amount))));
 
-  const member = admin.command('member').description('team members');
+  const member = admin.command('member').description('list, add, change, remove and invite team members');
+  member
+    .command('list')
+    .description("a team's members (removed ones left out), oldest first: the demo owner is the demo team's first")
+    .requiredOption('--team <id>', 'team id', uuid('--team'))
+    .action((o: { team: string }) => withDb(async (db) => ({ object: 'list', data: await listMembers(db.pool, o.team) })));
   member
     .command('add')
+    .description('add a member to a team (then `member invite` gives them a console link)')
     .requiredOption('--team <id>', 'team id', uuid('--team'))
     .requiredOption('--email <email>', 'member email')
     .requiredOption('--role <role>', ROLES.join('|'), oneOf('--role', ROLES))
@@ -118,11 +108,13 @@ export function adminCommand(config: Config, withDb: WithDb): Command {
     );
   member
     .command('update')
+    .description("change a member's role (a team keeps at least one owner)")
     .requiredOption('--member <id>', 'member id', uuid('--member'))
     .requiredOption('--role <role>', ROLES.join('|'), oneOf('--role', ROLES))
     .action((o: { member: string; role: Role }) => withDb(async (db) => memberView(await updateMember(db, o.member, o.role))));
   member
     .command('remove')
+    .description("remove a member: their keys stop for good and their console sessions end")
     .requiredOption('--member <id>', 'member id', uuid('--member'))
     .action((o: { member: string }) => withDb(async (db) => memberView(await removeMember(db, o.member))));
 
@@ -137,9 +129,10 @@ export function adminCommand(config: Config, withDb: WithDb): Command {
       }),
     );
 
-  const key = admin.command('key').description('API keys');
+  const key = admin.command('key').description('create, list and revoke API keys');
   key
     .command('create')
+    .description("make an API key for an owner or admin (a lost demo key is replaced so); the full key is printed only here")
     .requiredOption('--member <id>', 'member id (an owner or admin)', uuid('--member'))
     .requiredOption('--name <name>', 'key name')
     .option('--scopes <list>', 'comma-separated: read,run,webhooks (read is always on; default read,run)', scopes)
@@ -157,10 +150,12 @@ export function adminCommand(config: Config, withDb: WithDb): Command {
     );
   key
     .command('revoke')
+    .description('revoke a key: it fails at once in every API process')
     .requiredOption('--key <id>', 'API key id', uuid('--key'))
     .action((o: { key: string }) => withDb(async (db) => ({ api_key: await revokeApiKey(db.pool, o.key) })));
   key
     .command('list')
+    .description("a team's keys, without their secrets")
     .requiredOption('--team <id>', 'team id', uuid('--team'))
     .action((o: { team: string }) => withDb(async (db) => ({ object: 'list', data: await listApiKeys(db.pool, o.team) })));
 
@@ -168,6 +163,7 @@ export function adminCommand(config: Config, withDb: WithDb): Command {
     .command('brand-kits')
     .description('brand kits teams saved (brand_kit_extract with save: true)')
     .command('list')
+    .description("a team's saved brand kits, newest first")
     .requiredOption('--team <id>', 'team id', uuid('--team'))
     .option('--limit <n>', 'most kits to print, newest first (default 100)', integer('--limit', { min: 1 }), 100)
     .action((o: { team: string; limit: number }) =>

@@ -2,7 +2,8 @@ import { Command, CommanderError } from 'commander';
 import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from '../config/config.js';
 import { createLogger } from '../logger.js';
-import { openDatabase } from '../service/database.js';
+import { NoDatabaseError } from '../db/errors.js';
+import { describeDatabase, openDatabase, openExistingDatabase } from '../service/database.js';
 import { AdminError } from '../teams/repository.js';
 import { adminCommand } from './admin.js';
 
@@ -12,7 +13,7 @@ function fail(message: string, code = 1): never {
 }
 
 function describeError(err: unknown): string {
-  if (err instanceof AdminError || err instanceof ConfigError) return err.message;
+  if (err instanceof AdminError || err instanceof ConfigError || err instanceof NoDatabaseError) return err.message;
   const e = err as { code?: string; detail?: string; message?: string };
   if (e.code === '22P02') return 'an id is not a valid UUID';
   return e.message ?? String(err);
@@ -98,9 +99,18 @@ export async function main(argv: string[]): Promise<void> {
 
   program.addCommand(
     adminCommand(config, async (fn) => {
-      // Admin output is JSON on stdout; logs go to stderr and only when something is wrong.
+      // Admin output is JSON on stdout; stderr says which database is used (an operator pointed at
+      // the wrong one sees it), then logs only when something is wrong.
+      process.stderr.write(`toolrun: database: ${describeDatabase(config)}\n`);
       const logger = createLogger('warn', pino.destination(2));
-      const database = await openDatabase(config, logger, { poolSize: 2, applicationName: 'toolrun-admin' });
+      let database: Awaited<ReturnType<typeof openExistingDatabase>>;
+      try {
+        database = await openExistingDatabase(config, logger, { poolSize: 2, applicationName: 'toolrun-admin' });
+      } catch (err) {
+        // EX_UNAVAILABLE: nothing wrong with the command; there is no database to run it against.
+        if (err instanceof NoDatabaseError) fail(err.message, 69);
+        throw err;
+      }
       try {
         const result = await fn(database.db);
         process.stdout.write(JSON.stringify(result) + '\n');

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { NoDatabaseError } from './errors.js';
 import {
   checkReachable,
   chownTree,
@@ -164,6 +165,12 @@ export interface EmbeddedOptions {
    * it, so a server left by a killed process is taken over by the next one that uses it.
    */
   adoptOrphans?: boolean;
+  /**
+   * Use a database already made under dataDir, never make one: a data directory without one is
+   * refused (NoDatabaseError) and left as it was. Admin commands open it so: an operator who
+   * points them at the wrong directory must hear so, not get a new, empty database.
+   */
+  mustExist?: boolean;
 }
 
 /**
@@ -172,6 +179,11 @@ export interface EmbeddedOptions {
  */
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedPostgres> {
   const { dataDir, logger } = opts;
+  if (opts.mustExist && !(fs.existsSync(path.join(dataDir, 'pg', 'PG_VERSION')) && fs.existsSync(path.join(dataDir, 'pg-password')))) {
+    throw new NoDatabaseError(
+      `there is no database in ${dataDir} (TOOLRUN_DATA_DIR): point TOOLRUN_DATA_DIR at the data directory the service uses, or set DATABASE_URL; \`toolrun serve\` or \`toolrun migrate\` makes a new one`,
+    );
+  }
   fs.mkdirSync(dataDir, { recursive: true });
   const bins = resolveBinaries();
   const runAs = runAsUser(logger);

@@ -15,3 +15,11 @@ export function isDbUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown };
   return (typeof e.code === 'string' && UNAVAILABLE_CODES.has(e.code)) || (typeof e.message === 'string' && UNAVAILABLE_MESSAGE.test(e.message));
 }
+
+/** An admin command found no Toolrun database where it was pointed (it never makes one). */
+export class NoDatabaseError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NoDatabaseError';
+  }
+}

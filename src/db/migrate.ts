@@ -17,25 +17,37 @@ function migrationNames(): string[] {
 }
 
 /**
- * Whether the database has exactly this build's migrations applied, in this order: then
- * node-pg-migrate would find nothing to do, and is not even loaded (its code and file loaders
- * are a few MiB in every process). Anything else (no table yet, migrations to apply, names this
- * build does not know, another order) is left to node-pg-migrate, which applies or reports it.
+ * What the database holds against this build's migrations: `current` (exactly these, in this
+ * order), `none` (no Toolrun schema: a new or foreign database), `behind` (a prefix of them: some
+ * to apply) or `other` (names this build does not know, or another order).
  */
-async function upToDate(connectionString: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString, application_name: 'toolrun-migrate' });
+export type SchemaState = 'current' | 'none' | 'behind' | 'other';
+
+export async function schemaState(connectionString: string, applicationName = 'toolrun-migrate'): Promise<SchemaState> {
+  const client = new pg.Client({ connectionString, application_name: applicationName });
   await client.connect();
   try {
     const { rows } = await client.query<{ name: string }>(`SELECT name FROM public.${MIGRATIONS_TABLE} ORDER BY run_on, id`);
     const wanted = migrationNames();
-    return rows.length === wanted.length && rows.every((r, i) => r.name === wanted[i]);
+    if (!rows.every((r, i) => r.name === wanted[i])) return 'other';
+    if (rows.length === 0) return 'none';
+    return rows.length === wanted.length ? 'current' : 'behind';
   } catch (err) {
     // 42P01: no migrations table yet, a new database.
-    if ((err as { code?: string }).code === '42P01') return false;
+    if ((err as { code?: string }).code === '42P01') return 'none';
     throw err;
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/**
+ * With exactly this build's migrations applied node-pg-migrate would find nothing to do, and is
+ * not even loaded (its code and file loaders are a few MiB in every process). Anything else is
+ * left to node-pg-migrate, which applies or reports it.
+ */
+async function upToDate(connectionString: string): Promise<boolean> {
+  return (await schemaState(connectionString)) === 'current';
 }
 
 /**

@@ -2,7 +2,8 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../db/embedded.js';
-import { migrate } from '../db/migrate.js';
+import { NoDatabaseError } from '../db/errors.js';
+import { migrate, schemaState } from '../db/migrate.js';
 import { createDb, type Db } from '../db/pool.js';
 
 const MIGRATE_LOCK = 7_301_442_002;
@@ -59,6 +60,59 @@ export async function openDatabase(
     max: opts.poolSize ?? 10,
     ...(opts.applicationName ? { applicationName: opts.applicationName } : {}),
   });
+  return {
+    db,
+    connectionString,
+    embedded,
+    async close() {
+      await db.close().catch(() => undefined);
+      await embedded?.stop();
+    },
+  };
+}
+
+/** The database the configuration points at, in words for an operator (no password). */
+export function describeDatabase(config: Config): string {
+  if (!config.databaseUrl) return `the embedded PostgreSQL in ${config.dataDir} (TOOLRUN_DATA_DIR)`;
+  try {
+    const u = new URL(config.databaseUrl);
+    u.password = '';
+    u.searchParams.delete('password');
+    return `${u.toString()} (DATABASE_URL)`;
+  } catch {
+    return 'the server DATABASE_URL names';
+  }
+}
+
+/**
+ * For admin commands: the database the service already uses, never a new one. An embedded data
+ * directory without a database, or a server whose database holds no Toolrun schema (or another
+ * version's), is refused with NoDatabaseError and left untouched; nothing is migrated.
+ */
+export async function openExistingDatabase(
+  config: Config,
+  logger: Logger,
+  opts: { poolSize?: number; applicationName?: string } = {},
+): Promise<OpenedDatabase> {
+  const where = describeDatabase(config);
+  let embedded: EmbeddedPostgres | null = null;
+  let connectionString = config.databaseUrl;
+  if (!connectionString) {
+    embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, logger, mustExist: true });
+    connectionString = embedded.connectionString;
+  }
+  try {
+    const state = await schemaState(connectionString, opts.applicationName);
+    if (state === 'none') {
+      throw new NoDatabaseError(`${where} holds no Toolrun database: point it at the one the service uses, or run \`toolrun migrate\` to make one there`);
+    }
+    if (state === 'behind') throw new NoDatabaseError(`${where} needs migrations this version brings: run \`toolrun migrate\` first`);
+    if (state === 'other') throw new NoDatabaseError(`${where} was migrated by another version of Toolrun: use that version's toolrun`);
+  } catch (err) {
+    await embedded?.stop();
+    throw err;
+  }
+  const db = createDb({ connectionString, logger, max: opts.poolSize ?? 10, ...(opts.applicationName ? { applicationName: opts.applicationName } : {}) });
   return {
     db,
     connectionString,

@@ -199,3 +199,19 @@ export async function countTeams(db: Queryable): Promise<number> {
   const { rows } = await db.query<{ n: number }>('SELECT count(*)::integer AS n FROM teams');
   return rows[0]?.n ?? 0;
 }
+
+/** Teams, oldest first, at most `limit` (operators look up ids here, the demo team's among them). */
+export async function listTeams(db: Queryable, limit: number): Promise<Team[]> {
+  const { rows } = await db.query<Team>(`SELECT ${TEAM_COLUMNS} FROM teams ORDER BY created_at, id LIMIT $1::integer`, [limit]);
+  return rows;
+}
+
+/** A team's current members (removed ones left out), oldest first; an unknown team is refused. */
+export async function listMembers(db: Queryable, teamId: string): Promise<Pick<Member, 'id' | 'email' | 'role'>[]> {
+  await mustGetTeam(db, teamId);
+  const { rows } = await db.query<Pick<Member, 'id' | 'email' | 'role'>>(
+    `SELECT id, email, role FROM members WHERE team_id = $1::uuid AND removed_at IS NULL ORDER BY created_at, id`,
+    [teamId],
+  );
+  return rows;
+}
