@@ -25,6 +25,7 @@ const SDK_METHODS: Record<string, (c: Toolrun) => unknown> = {
   testWebhookEndpoint: (c) => c.webhookEndpoints.test,
   listWebhookDeliveries: (c) => c.webhookEndpoints.deliveries,
   redeliverWebhookDelivery: (c) => c.webhookEndpoints.redeliver,
+  rotateWebhookEndpointSecret: (c) => c.webhookEndpoints.rotateSecret,
 };
 
 describe('generated types', () => {

@@ -64,6 +64,11 @@ export interface WebhooksConfig {
   timeoutMs: number;
   /** Deliveries one worker process sends at once. */
   concurrency: number;
+  /**
+   * An endpoint whose every delivery attempt has failed for this long (since the first failure
+   * after its last success) is paused, reason "failing"; 0 never pauses for that (410 Gone still does).
+   */
+  pauseAfterFailingSeconds: number;
 }
 
 export interface RunsConfig {
@@ -314,6 +319,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       retryDelaysSeconds,
       timeoutMs: 10_000,
       concurrency: int(env, 'TOOLRUN_WEBHOOK_CONCURRENCY', 16, 1, 256),
+      pauseAfterFailingSeconds: int(env, 'TOOLRUN_WEBHOOK_PAUSE_AFTER_FAILING_SECONDS', 5 * 86400, 0, 365 * 86400),
     },
     runs: {
       leaseSeconds: int(env, 'TOOLRUN_LEASE_SECONDS', 30, 3, 3600),

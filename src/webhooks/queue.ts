@@ -7,6 +7,10 @@ export interface Claimed {
   attempts: number;
   url: string;
   secret: string;
+  /** A rotated-out secret still live (signs too), else null. */
+  previous_secret: string | null;
+  /** The endpoint's failing streak as the claim saw it: a success only writes when one is under way. */
+  failing_since: Date | null;
   enabled: boolean;
   deleted: boolean;
   event_id: string;
@@ -97,7 +101,9 @@ export async function settleAndClaim(db: Queryable, owner: string, outcomes: Out
           WHERE d.id = ANY (ARRAY(SELECT id FROM picked)) AND (d.status = 'pending') IS TRUE
             AND (d.lease_expires_at IS NULL OR d.lease_expires_at < now())
          RETURNING d.id, d.endpoint_id, d.attempts, d.event_id)
-       SELECT c.id, c.endpoint_id, c.attempts, e.url, e.signing_secret AS secret, e.enabled, (e.deleted_at IS NOT NULL) AS deleted,
+       SELECT c.id, c.endpoint_id, c.attempts, e.url, e.signing_secret AS secret,
+              CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_signing_secret END AS previous_secret,
+              e.failing_since, e.enabled, (e.deleted_at IS NOT NULL) AS deleted,
               ev.id AS event_id, ev.type AS event_type, ev.created_at AS event_created_at, ev.payload
          FROM c JOIN webhook_endpoints e ON e.id = c.endpoint_id JOIN run_events ev ON ev.id = c.event_id`,
     values: [

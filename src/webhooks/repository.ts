@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import type { WebhookEndpoint } from './schemas.js';
+import type { PausedReason, WebhookEndpoint } from './schemas.js';
 
 export interface EndpointRow {
   id: string;
@@ -8,14 +8,35 @@ export interface EndpointRow {
   events: string[];
   enabled: boolean;
   signing_secret: string;
+  /** The secret the last rotation replaced, only while it is live (else null). */
+  previous_signing_secret: string | null;
+  /** Until when previous_signing_secret signs too; null when there is none live. */
+  previous_secret_expires_at: Date | null;
+  failing_since: Date | null;
+  paused_reason: PausedReason | null;
+  paused_at: Date | null;
   created_at: Date;
   deleted_at: Date | null;
 }
 
-const COLUMNS = 'id, team_id, url, events, enabled, signing_secret, created_at, deleted_at';
+// A previous secret past its expiry reads as none, so nothing signs with it or reports it.
+const COLUMNS = `id, team_id, url, events, enabled, signing_secret,
+  CASE WHEN previous_secret_expires_at > now() THEN previous_signing_secret END AS previous_signing_secret,
+  CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS previous_secret_expires_at,
+  failing_since, paused_reason, paused_at, created_at, deleted_at`;
 
+/**
+ * The fields the spec lists, plus the optional ones only when they say something (a live
+ * previous secret, a pause the service made), so an endpoint that never had either reads as before.
+ */
 export function endpointResource(e: EndpointRow): WebhookEndpoint {
-  return { object: 'webhook_endpoint', id: e.id, url: e.url, events: e.events, enabled: e.enabled, created_at: e.created_at.toISOString() };
+  const r: WebhookEndpoint = { object: 'webhook_endpoint', id: e.id, url: e.url, events: e.events, enabled: e.enabled, created_at: e.created_at.toISOString() };
+  if (!e.enabled && e.paused_reason) {
+    r.paused_reason = e.paused_reason;
+    if (e.paused_at) r.paused_at = e.paused_at.toISOString();
+  }
+  if (e.previous_secret_expires_at) r.previous_secret_expires_at = e.previous_secret_expires_at.toISOString();
+  return r;
 }
 
 export async function listEndpoints(db: Queryable, teamId: string): Promise<EndpointRow[]> {
@@ -46,11 +67,36 @@ export async function insertEndpoint(db: Queryable, e: { id: string; teamId: str
   return row;
 }
 
+/**
+ * A member's change. Resuming a paused endpoint clears why and since when it was paused and its
+ * failing streak: it starts afresh. (In SET, the columns on the right are the row before the change.)
+ */
 export async function updateEndpoint(db: Queryable, id: string, changes: { enabled?: boolean; events?: string[] }): Promise<EndpointRow> {
   const { rows } = await db.query<EndpointRow>(
-    `UPDATE webhook_endpoints SET enabled = coalesce($2::boolean, enabled), events = coalesce($3::text[], events)
+    `UPDATE webhook_endpoints SET enabled = coalesce($2::boolean, enabled), events = coalesce($3::text[], events),
+            paused_reason = CASE WHEN $2::boolean AND NOT enabled THEN NULL ELSE paused_reason END,
+            paused_at = CASE WHEN $2::boolean AND NOT enabled THEN NULL ELSE paused_at END,
+            failing_since = CASE WHEN $2::boolean AND NOT enabled THEN NULL ELSE failing_since END
       WHERE id = $1::uuid RETURNING ${COLUMNS}`,
     [id, changes.enabled ?? null, changes.events ?? null],
+  );
+  const row = rows[0];
+  if (!row) throw new Error(`endpoint ${id} vanished`);
+  return row;
+}
+
+/**
+ * A new signing secret; the one it replaces stays live for `expirePreviousInSeconds` (0: not at
+ * all). Any older previous secret is dropped: one previous secret at most.
+ */
+export async function rotateSigningSecret(db: Queryable, id: string, secret: string, expirePreviousInSeconds: number): Promise<EndpointRow> {
+  const { rows } = await db.query<EndpointRow>(
+    `UPDATE webhook_endpoints
+        SET previous_signing_secret = CASE WHEN $3::integer > 0 THEN signing_secret END,
+            previous_secret_expires_at = CASE WHEN $3::integer > 0 THEN now() + make_interval(secs => $3::integer) END,
+            signing_secret = $2::text
+      WHERE id = $1::uuid RETURNING ${COLUMNS}`,
+    [id, secret, expirePreviousInSeconds],
   );
   const row = rows[0];
   if (!row) throw new Error(`endpoint ${id} vanished`);

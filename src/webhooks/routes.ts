@@ -12,6 +12,7 @@ import {
   CreateEndpointBodySchema,
   DeletedSchema,
   EndpointIdParamsSchema,
+  RotateSecretBodySchema,
   UpdateEndpointBodySchema,
   WebhookEndpointListSchema,
   WebhookEndpointSchema,
@@ -24,6 +25,7 @@ import {
   patchEndpoint,
   redeliverEndpointDelivery,
   removeEndpoint,
+  rotateEndpointSecret,
   testEndpoint,
   type WebhooksDeps,
 } from './service.js';
@@ -122,6 +124,31 @@ export function webhookRoutes(deps: WebhooksDeps): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => testEndpoint(deps, requireAuth(request), request.params.endpoint_id, request.log),
+    );
+
+    app.post(
+      '/v1/webhook-endpoints/:endpoint_id/rotate-secret',
+      {
+        config,
+        schema: {
+          operationId: 'rotateWebhookEndpointSecret',
+          summary: 'Replace the signing secret; the new one is returned only here, and the old one keeps signing beside it for a while',
+          description:
+            'Until the previous secret expires (expire_previous_in_seconds, default 86400, 0 for at once), Service-Signature carries one v1 per live secret, the new one first. A later rotation replaces the previous secret: at most two sign at once.',
+          tags: ['webhooks'],
+          params: EndpointIdParamsSchema,
+          body: RotateSecretBodySchema,
+          response: {
+            200: Type.Ref('CreatedWebhookEndpoint', { description: 'The endpoint, with its new signing secret (shown only here)' }),
+            ...errorResponses(...COMMON, ...BODY, 'webhook_endpoint_not_found'),
+          },
+        },
+        // The body is optional: none at all is the defaults, like {}.
+        preValidation: async (request) => {
+          if (request.body === undefined) (request as { body: unknown }).body = {};
+        },
+      },
+      async (request) => rotateEndpointSecret(deps, requireAuth(request), request.params.endpoint_id, request.body),
     );
 
     app.get(

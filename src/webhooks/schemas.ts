@@ -43,6 +43,9 @@ export type UpdateEndpointBody = Static<typeof UpdateEndpointBodySchema>;
 // PathUuid, not a bare uuid format: Ajv's admits urn:uuid:..., which PostgreSQL refuses (a 500).
 export const EndpointIdParamsSchema = Type.Object({ endpoint_id: PathUuid('The id of one of the team\'s webhook endpoints') });
 
+export const PAUSED_REASONS = ['failing', 'gone'] as const;
+export type PausedReason = (typeof PAUSED_REASONS)[number];
+
 const endpointFields = {
   object: Type.Literal('webhook_endpoint'),
   id: Type.String({ format: 'uuid' }),
@@ -50,6 +53,17 @@ const endpointFields = {
   events: Type.Array(Type.String()),
   enabled: Type.Boolean({ description: 'A paused endpoint receives nothing, and runs that finish while it is paused are never sent later' }),
   created_at: Type.String({ format: 'date-time' }),
+  paused_reason: Type.Optional(
+    Type.String({
+      enum: [...PAUSED_REASONS],
+      description:
+        'Only on an endpoint the service paused itself: failing (every delivery attempt failed for 5 days), gone (it answered 410 Gone). Resuming (enabled: true) clears it',
+    }),
+  ),
+  paused_at: Type.Optional(Type.String({ format: 'date-time', description: 'With paused_reason: when the service paused the endpoint' })),
+  previous_secret_expires_at: Type.Optional(
+    Type.String({ format: 'date-time', description: 'Only after a secret rotation, while the previous secret still signs each delivery (beside the new one): until when' }),
+  ),
 };
 
 export const WebhookEndpointSchema = Type.Object(endpointFields, {
@@ -70,6 +84,23 @@ export const CreatedWebhookEndpointSchema = Type.Object(
   },
 );
 export type CreatedWebhookEndpoint = Static<typeof CreatedWebhookEndpointSchema>;
+
+export const MAX_EXPIRE_PREVIOUS_SECONDS = 86_400;
+
+export const RotateSecretBodySchema = Type.Object(
+  {
+    expire_previous_in_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_EXPIRE_PREVIOUS_SECONDS,
+        default: MAX_EXPIRE_PREVIOUS_SECONDS,
+        description: 'How long the secret being replaced keeps signing deliveries beside the new one, 0 to 86400 seconds (0: it stops at once)',
+      }),
+    ),
+  },
+  { additionalProperties: false, examples: [{ expire_previous_in_seconds: 3600 }] },
+);
+export type RotateSecretBody = Static<typeof RotateSecretBodySchema>;
 
 export const WebhookEndpointListSchema = Type.Object(
   { object: Type.Literal('list'), data: Type.Array(Type.Ref('WebhookEndpoint')) },

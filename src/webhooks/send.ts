@@ -30,6 +30,8 @@ export function responseExcerpt(body: Buffer): string | null {
 export async function sendAttempt(opts: {
   url: string;
   secret: string;
+  /** A rotated-out secret still live: signed with too, after the current one. */
+  previousSecret?: string | null;
   deliveryId: string;
   eventType: string;
   /** For the log line of a refused host. */
@@ -55,7 +57,7 @@ export async function sendAttempt(opts: {
         'user-agent': 'Service-Webhooks/1',
         'service-event': opts.eventType,
         'service-delivery': opts.deliveryId,
-        'service-signature': signatureHeader(opts.secret, opts.body, t),
+        'service-signature': signatureHeader(opts.previousSecret ? [opts.secret, opts.previousSecret] : opts.secret, opts.body, t),
       },
       httpsOnly: true,
       maxRedirects: 0,

@@ -13,6 +13,7 @@ import {
   insertEndpoint,
   listEndpoints,
   recordAttempt,
+  rotateSigningSecret,
   updateEndpoint,
 } from './repository.js';
 import {
@@ -20,6 +21,8 @@ import {
   type CreateEndpointBody,
   type CreatedWebhookEndpoint,
   type DeliveryListQuery,
+  MAX_EXPIRE_PREVIOUS_SECONDS,
+  type RotateSecretBody,
   type UpdateEndpointBody,
   type WebhookDelivery,
   type WebhookEndpoint,
@@ -132,6 +135,21 @@ export async function patchEndpoint(deps: WebhooksDeps, auth: Actor, id: string,
   });
 }
 
+/**
+ * A new signing secret, returned only here. The replaced one keeps signing beside it (each
+ * delivery carries a v1 per live secret) for `expire_previous_in_seconds`, so receivers can
+ * switch without refusing a delivery.
+ */
+export async function rotateEndpointSecret(deps: WebhooksDeps, auth: Actor, id: string, body: RotateSecretBody): Promise<CreatedWebhookEndpoint> {
+  requireAdmin(auth);
+  return deps.db.tx(async (tx) => {
+    if (!(await getEndpoint(tx, auth.teamId, id, { lock: true }))) throw notFound(id);
+    const secret = newSigningSecret();
+    const row = await rotateSigningSecret(tx, id, secret, body.expire_previous_in_seconds ?? MAX_EXPIRE_PREVIOUS_SECONDS);
+    return { ...endpointResource(row), signing_secret: secret };
+  });
+}
+
 export async function removeEndpoint(deps: WebhooksDeps, auth: Actor, id: string): Promise<{ object: 'deleted'; id: string; deleted: boolean }> {
   requireAdmin(auth);
   return deps.db.tx(async (tx) => {
@@ -161,6 +179,7 @@ export async function testEndpoint(deps: WebhooksDeps, auth: Actor, id: string, 
   const result = await sendAttempt({
     url: endpoint.url,
     secret: endpoint.signing_secret,
+    previousSecret: endpoint.previous_signing_secret,
     deliveryId,
     eventType: 'ping',
     body,

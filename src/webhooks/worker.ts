@@ -6,6 +6,7 @@ import { Listener } from '../db/listen.js';
 import type { Db } from '../db/pool.js';
 import type { WebhookMetrics } from '../metrics/metrics.js';
 import { AgentPool, type AgentPoolOptions } from '../net/agents.js';
+import { endFailingStreak, logAutoPause, noteFailedAttempt } from './health.js';
 import { isDataError, settleAndClaim, type Claimed, type Outcome } from './queue.js';
 import { sendAttempt } from './send.js';
 
@@ -260,6 +261,7 @@ export class WebhookWorker {
     const result = await sendAttempt({
       url: d.url,
       secret: d.secret,
+      previousSecret: d.previous_secret,
       deliveryId: d.id,
       eventType: d.event_type,
       body: eventBody(d),
@@ -294,6 +296,28 @@ export class WebhookWorker {
       { delivery_id: d.id, endpoint_id: d.endpoint_id, event: d.event_type, attempt: d.attempts, status: result.statusCode, delivered: result.delivered },
       result.delivered ? 'webhook delivered' : giveUp ? 'webhook given up' : 'webhook attempt failed',
     );
+    await this.trackHealth(d, result.delivered, result.statusCode, result.attemptedAt);
+  }
+
+  /**
+   * After the attempt is settled (so whoever sees the pause also sees the attempt that caused it):
+   * a success ends a failing streak, a failure may start one or pause the endpoint. A database
+   * error here loses only this bookkeeping, never the delivery's outcome.
+   */
+  private async trackHealth(d: Claimed, delivered: boolean, statusCode: number | null, attemptedAt: Date): Promise<void> {
+    const { db, config, logger } = this.opts;
+    try {
+      if (delivered) {
+        // A retry also looks: its own failure may have started a streak after this claim read none.
+        if (d.failing_since || d.attempts > 1) await endFailingStreak(db.pool, d.endpoint_id, attemptedAt);
+        return;
+      }
+      const windowSeconds = config.webhooks.pauseAfterFailingSeconds;
+      const paused = await noteFailedAttempt(db, { endpointId: d.endpoint_id, attemptedAt, statusCode, windowSeconds });
+      if (paused) logAutoPause(logger, d.endpoint_id, paused, statusCode, windowSeconds);
+    } catch (err) {
+      logger.warn({ err, endpoint_id: d.endpoint_id, delivery_id: d.id }, "recording the webhook endpoint's health failed");
+    }
   }
 
   async stop(graceMs = 10_000): Promise<void> {

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { operations } from './generated/openapi.ts';
 import { queryString, type Transport } from './http.ts';
 import type {
   CreatedWebhookEndpoint,
@@ -13,6 +14,17 @@ import type {
   ListDeliveriesQuery,
   WebhookTest,
 } from './types.ts';
+
+type RotateSecretBody = NonNullable<operations['rotateWebhookEndpointSecret']['requestBody']>['content']['application/json'];
+
+export interface RotateSecretOptions {
+  /**
+   * How long the secret being replaced keeps signing deliveries beside the new one: 0 to 86400
+   * seconds, 86400 when omitted; 0 stops it at once.
+   */
+  expirePreviousInSeconds?: number;
+  signal?: AbortSignal;
+}
 
 /** `/v1/webhook-endpoints`: the key needs the webhooks scope and an owner or admin creator. */
 export class WebhookEndpoints {
@@ -47,6 +59,17 @@ export class WebhookEndpoints {
       retry: 'refused-only',
       signal: opts.signal,
     });
+  }
+
+  /**
+   * A new signing secret, in the answer's `signing_secret` only: store it. Until the old one
+   * expires, each delivery carries a v1 for both, so a receiver with either secret verifies.
+   * Never retried once sent: a retry would rotate again, and the secret of the first answer,
+   * lost, would become the previous one.
+   */
+  rotateSecret(id: string, opts: RotateSecretOptions = {}): Promise<CreatedWebhookEndpoint> {
+    const body: RotateSecretBody = opts.expirePreviousInSeconds === undefined ? {} : { expire_previous_in_seconds: opts.expirePreviousInSeconds };
+    return this.http.request('POST', `/v1/webhook-endpoints/${encodeURIComponent(id)}/rotate-secret`, { body, retry: 'refused-only', signal: opts.signal });
   }
 
   /** Sends a signed `ping` now and reports how the endpoint answered. */

@@ -304,6 +304,26 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhook-endpoints/{endpoint_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace the signing secret; the new one is returned only here, and the old one keeps signing beside it for a while
+         * @description Until the previous secret expires (expire_previous_in_seconds, default 86400, 0 for at once), Service-Signature carries one v1 per live secret, the new one first. A later rotation replaces the previous secret: at most two sign at once.
+         */
+        post: operations["rotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhook-endpoints/{endpoint_id}/test": {
         parameters: {
             query?: never;
@@ -539,6 +559,21 @@ export type components = {
             id: string;
             /** @enum {string} */
             object: "webhook_endpoint";
+            /**
+             * Format: date-time
+             * @description With paused_reason: when the service paused the endpoint
+             */
+            paused_at?: string;
+            /**
+             * @description Only on an endpoint the service paused itself: failing (every delivery attempt failed for 5 days), gone (it answered 410 Gone). Resuming (enabled: true) clears it
+             * @enum {string}
+             */
+            paused_reason?: "failing" | "gone";
+            /**
+             * Format: date-time
+             * @description Only after a secret rotation, while the previous secret still signs each delivery (beside the new one): until when
+             */
+            previous_secret_expires_at?: string;
             /** @description Shown once; verifies the Service-Signature header */
             signing_secret: string;
             url: string;
@@ -1081,6 +1116,21 @@ export type components = {
             id: string;
             /** @enum {string} */
             object: "webhook_endpoint";
+            /**
+             * Format: date-time
+             * @description With paused_reason: when the service paused the endpoint
+             */
+            paused_at?: string;
+            /**
+             * @description Only on an endpoint the service paused itself: failing (every delivery attempt failed for 5 days), gone (it answered 410 Gone). Resuming (enabled: true) clears it
+             * @enum {string}
+             */
+            paused_reason?: "failing" | "gone";
+            /**
+             * Format: date-time
+             * @description Only after a secret rotation, while the previous secret still signs each delivery (beside the new one): until when
+             */
+            previous_secret_expires_at?: string;
             url: string;
         };
         /**
@@ -4073,6 +4123,194 @@ export interface operations {
             };
             /** @description Conflict with the current state. Codes: delivery_not_redeliverable. */
             409: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The body is too large. Codes: payload_too_large. */
+            413: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The body is not application/json. Codes: unsupported_media_type. */
+            415: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request is invalid; errors[] names each problem. Codes: invalid_request. */
+            422: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait for Retry-After seconds. Codes: rate_limited. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Failure on the service side; retry with backoff. Codes: internal_error. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The service is temporarily unavailable; retry with backoff. Codes: service_unavailable. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of one of the team's webhook endpoints */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "expire_previous_in_seconds": 3600
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description How long the secret being replaced keeps signing deliveries beside the new one, 0 to 86400 seconds (0: it stops at once)
+                     * @default 86400
+                     */
+                    expire_previous_in_seconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its new signing secret (shown only here) */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "webhook_endpoint",
+                     *       "id": "7f3e2d1c-0b9a-4877-a665-544332211009",
+                     *       "url": "https://hooks.example.com/toolrun",
+                     *       "events": [
+                     *         "run.succeeded",
+                     *         "run.failed"
+                     *       ],
+                     *       "enabled": true,
+                     *       "created_at": "2025-05-01T09:00:00.000Z",
+                     *       "signing_secret": "whsec_Jq3vX9kL2mN8pR4sT6uW0yA1bC5dE7fG9hI2jK4l"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
+                };
+            };
+            /** @description The API key is missing or not valid. Codes: api_key_required, invalid_api_key. */
+            401: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The plan, scope or role does not allow this call. Codes: plan_upgrade_required, insufficient_scope, insufficient_role. */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found. Codes: webhook_endpoint_not_found. */
+            404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];

@@ -17,6 +17,18 @@ function testResult(t: WebhookTest): string {
     : `Test not delivered: ${code} after ${t.duration_ms} ms${t.error ? ` (${t.error})` : ''}.`;
 }
 
+/** What the API adds to an endpoint the service paused itself (absent otherwise). */
+type Endpoint = WebhookEndpoint & { paused_reason?: 'failing' | 'gone'; paused_at?: string };
+
+/** Why the service paused the endpoint, for the person who has to fix the receiver before resuming. */
+export function pausedReasonText(ep: Endpoint): string | null {
+  if (ep.enabled || !ep.paused_reason) return null;
+  const at = ep.paused_at ? ` on ${when(ep.paused_at)}` : '';
+  return ep.paused_reason === 'gone'
+    ? `Paused automatically${at}: the endpoint answered 410 Gone. Resume it once it accepts deliveries again.`
+    : `Paused automatically${at}: every delivery attempt had been failing for days. Fix the receiver, then resume it.`;
+}
+
 function EventsEditor(p: { api: ConsoleApi; endpoint: WebhookEndpoint; onDone: (changed: boolean) => void }) {
   const [events, setEvents] = useState<EventType[]>(p.endpoint.events);
   const submit = useSubmit(['events']);
@@ -40,8 +52,9 @@ function EventsEditor(p: { api: ConsoleApi; endpoint: WebhookEndpoint; onDone: (
   );
 }
 
-export function EndpointCard(p: { api: ConsoleApi; endpoint: WebhookEndpoint; canManage: boolean; onChanged: () => Promise<void> }) {
+export function EndpointCard(p: { api: ConsoleApi; endpoint: Endpoint; canManage: boolean; onChanged: () => Promise<void> }) {
   const { endpoint: ep } = p;
+  const pausedReason = pausedReasonText(ep);
   const headingId = useId();
   const logId = useId();
   const [status, setStatus] = useState('');
@@ -92,6 +105,7 @@ export function EndpointCard(p: { api: ConsoleApi; endpoint: WebhookEndpoint; ca
         <span class={ep.enabled ? 'badge ok' : 'badge paused'}>{ep.enabled ? 'Active' : 'Paused'}</span> Events:{' '}
         {ep.events.join(', ')}. Added {when(ep.created_at)}.
       </p>
+      {pausedReason ? <p class="hint paused-reason">{pausedReason}</p> : null}
       {editing ? (
         <EventsEditor
           api={p.api}
