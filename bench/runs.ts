@@ -36,7 +36,7 @@ import { Api, outputsChecked, pgBaselines, prepareTeam, RunNotifier, runTimes, w
 import { cpuWithChildren, descendantsCpuSeconds, startAppChild, type AppChild } from './lib/app-children.js';
 import { benchRegistry, NOOP_TOOL, runDirect } from './lib/bench-tools.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
-import { makeImage } from './lib/media-gen.js';
+import { makeImage, UPSCALE_MAX_MP } from './lib/media-gen.js';
 import { compactSamples, envInt, envNum, errorText, figure, finish, fmt, loadNote, machine, median, pct, percentile, sleep, table, watchdog, type BenchResult } from './lib/report.js';
 import { inFlight, procCpuSeconds } from './lib/upload-io.js';
 
@@ -129,7 +129,7 @@ async function realTool(api: Api, child: AppChild, pool: pg.Pool, notifier: RunN
   const deps = { config, media: resolveMediaBinaries(), logger: createLogger('warn'), tools: benchRegistry() };
   await runDirect({ tool: 'image_upscale', values: {}, files: [await makeImage(dir, 'warm.jpg', 0.3, 'image')] }, deps); // libvips start-up
   const cal = await runDirect({ tool: 'image_upscale', values: {}, files: [await makeImage(dir, 'cal.jpg', 2, 'image')] }, deps);
-  const mp = Math.min(16, Math.max(0.3, (2 * settings.realSeconds * 1000) / cal.ms));
+  const mp = Math.min(UPSCALE_MAX_MP, Math.max(0.3, (2 * settings.realSeconds * 1000) / cal.ms));
   const file = await makeImage(dir, 'real.jpg', mp, 'image');
   const steps = (await runDirect({ tool: 'image_upscale', values: {}, files: [file], steps: true }, deps)).steps;
   if (!steps) throw new Error('no engine steps measured');
@@ -168,11 +168,14 @@ async function main(): Promise<void> {
   const children: AppChild[] = [];
   let database: BenchDatabase | null = null;
   let pool: pg.Pool | null = null;
+  let notifier: RunNotifier | null = null;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-bench-runs-'));
   let cleaning: Promise<void> | null = null;
   const cleanup = () =>
     (cleaning ??= (async () => {
       for (const c of children) await c.stop().catch(() => undefined);
+      // Before the database is dropped (WITH FORCE): its LISTEN client would die of 57P01 unheard.
+      await notifier?.close().catch(() => undefined);
       await pool?.end().catch(() => undefined);
       await database?.teardown();
       fs.rmSync(dir, { recursive: true, force: true });
@@ -217,10 +220,11 @@ async function main(): Promise<void> {
     for (const w of workers) await w.stop();
     process.stdout.write('  real tool: image_upscale, direct vs API...\n');
     await apiChild.setWorkers('all');
-    const notifier = new RunNotifier(database.url);
+    notifier = new RunNotifier(database.url);
     await notifier.start();
     const real = await realTool(api, apiChild, pool, notifier, dir);
     await notifier.close();
+    notifier = null;
     api.close();
     const loadAfter = loadNote();
     await cleanup();
@@ -260,7 +264,7 @@ async function main(): Promise<void> {
           ['API: before POST -> NOTIFY of the final commit', fmt(m.client, 0), pct(overheadClient), ''],
         ],
       ),
-      `engine steps alone on the same job's output: probe (full decode) ${fmt(real.steps.probeMs, 0)} ms, sha256 ${fmt(real.steps.sha256Ms, 0)} ms, ` +
+      `engine steps alone on the same job's output: check (the encoder's report against the file's header) ${fmt(real.steps.probeMs, 0)} ms, sha256 ${fmt(real.steps.sha256Ms, 0)} ms, ` +
         `move into storage ${fmt(real.steps.moveMs, 0)} ms = ${pct((real.steps.probeMs + real.steps.sha256Ms + real.steps.moveMs) / m.direct)} of direct`,
       `CPU s: the API process (with its ffmpeg/ffprobe children) from POST to the final commit; this process for direct`,
       `load: before ${loadBefore.text}; after ${loadAfter.text}`,
@@ -329,12 +333,20 @@ async function main(): Promise<void> {
       },
     };
     finish(result);
+  } catch (err) {
+    // Said before the clean-up, which may fail in its own way and hide this.
+    process.stderr.write(`bench:runs failed: ${errorText(err)}\n`);
+    reported = true;
+    throw err;
   } finally {
     await cleanup();
   }
 }
 
+/** The failure was written before the clean-up (main's catch), not to be written twice. */
+let reported = false;
+
 main().catch((err: unknown) => {
-  process.stderr.write(`bench:runs failed: ${errorText(err)}\n`);
+  if (!reported) process.stderr.write(`bench:runs failed: ${errorText(err)}\n`);
   process.exit(1);
 });

@@ -35,7 +35,7 @@ import { Api, outputsChecked, prepareTeam, RunNotifier, runTimes } from './lib/a
 import { cpuWithChildren, sampleTree, startAppChild, type AppChild } from './lib/app-children.js';
 import type { DirectFile, EngineSteps } from './lib/bench-tools.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
-import { makeClip, makeImage } from './lib/media-gen.js';
+import { makeClip, makeImage, UPSCALE_MAX_MP } from './lib/media-gen.js';
 import { phaseDelta, PHASES, scrapeAfterCheck, scrapePhases } from './lib/phases.js';
 import { envInt, envNum, errorText, figure, finish, fmt, loadNote, machine, median, MIB, passFail, pct, table, watchdog, type BenchResult } from './lib/report.js';
 
@@ -64,8 +64,7 @@ interface Spec {
 const clip = (dir: string, name: string, seconds: number, width: number, slot: string) =>
   makeClip(dir, name, { width, height: 360, seconds: Math.round(seconds * 10) / 10, fps: 25, slot });
 const SPECS: Spec[] = [
-  // At most 12.5 MP (4082 x 3062): image_upscale takes inputs up to 4096 px a side.
-  { id: 'image_upscale', unit: 'MP JPEG', base: 2, min: 0.3, max: 12.5, values: () => ({}), make: async (d, s, t) => [await makeImage(d, `up-${t}.jpg`, s, 'image')] },
+  { id: 'image_upscale', unit: 'MP JPEG', base: 2, min: 0.3, max: UPSCALE_MAX_MP, values: () => ({}), make: async (d, s, t) => [await makeImage(d, `up-${t}.jpg`, s, 'image')] },
   {
     id: 'image_color_grade',
     unit: 'MP JPEG',
@@ -299,7 +298,7 @@ async function main(): Promise<void> {
       '',
       `Tools: API (created_at -> finished_at) vs the runner called directly; ${settings.rounds} rounds, medians; jobs sized for ~${settings.jobSeconds} s direct`,
       table(['tool', 'input', 'direct s', 'API s', 'overhead', 'client s', 'out steps s', 'direct CPU s', 'API CPU s', 'CPU +', 'direct peak MiB (idle)', 'API peak MiB (idle)', `< ${pct(OVERHEAD_TARGET)}`], rows),
-      'out steps = the engine\'s output handling timed alone on the direct output (probe/decode + sha256 + move into storage).',
+      'out steps = the engine\'s output handling timed alone on the direct output (check: an image the encoder vouched for by its header, others decoded; sha256 unless the encoder gave it; move into storage).',
       'peak = RSS summed over the process and its children (ffmpeg, ffprobe), sampled every 100 ms; idle = the same just before the job.',
       ...results.flatMap((r) =>
         r.extra.map((e) => `${r.id} vs ${e.label}: ${e.side ? `${fmt(e.side.ms / 1000, 2)} s, peak ${mib(e.side.peakBytes)} MiB (1 run)` : '-'}  [${e.note}]`),
@@ -351,13 +350,17 @@ async function main(): Promise<void> {
   } catch (err) {
     // Said before the clean-up, which may fail in its own way and hide this.
     process.stderr.write(`bench:tools failed: ${errorText(err)}\n`);
+    reported = true;
     throw err;
   } finally {
     await cleanup();
   }
 }
 
+/** The failure was written before the clean-up (main's catch), not to be written twice. */
+let reported = false;
+
 main().catch((err: unknown) => {
-  process.stderr.write(`bench:tools failed: ${errorText(err)}\n`);
+  if (!reported) process.stderr.write(`bench:tools failed: ${errorText(err)}\n`);
   process.exit(1);
 });

@@ -48,11 +48,25 @@ describe('GET /docs', () => {
       assert.match(res.headers.get('content-type') ?? '', /^text\/html/);
       assert.match(res.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
       assert.match(res.body, /<div id="swagger-ui">/);
-      assert.match(res.body, /<title>Tool-Run API reference<\/title>/);
+      assert.match(res.body, /<title>Toolrun API reference<\/title>/);
       const csp = res.headers.get('content-security-policy') ?? '';
       assert.match(csp, /default-src 'self'/);
       assert.match(csp, /script-src 'self'(;|$)/);
     }
+  });
+
+  test("presented as Toolrun's: its wordmark in the top bar, the renderer's document URL box hidden", async () => {
+    const init = await get('/docs/static/swagger-initializer.js');
+    assert.equal(init.status, 200);
+    const logo = /img\.src = 'data:image\/svg\+xml;base64,([A-Za-z0-9+/=]+)'/.exec(init.body);
+    assert.ok(logo, 'the initializer replaces the logo');
+    assert.match(Buffer.from(logo[1] ?? '', 'base64').toString('utf8'), /aria-label="Toolrun"/);
+    const page = await get('/docs');
+    assert.match(page.body, /href="\.\/static\/theme\/toolrun\.css"|href="[^"]*\/theme\/toolrun\.css"/);
+    const css = await get('/docs/static/theme/toolrun.css');
+    assert.equal(css.status, 200);
+    assert.match(css.headers.get('content-type') ?? '', /^text\/css/);
+    assert.match(css.body, /\.download-url-wrapper \{ display: none; \}/);
   });
 
   test('every script and stylesheet is served by the service itself (no CDN), as JS and CSS', async () => {

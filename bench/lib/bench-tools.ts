@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../../src/config/config.js';
 import type { MediaBinaries } from '../../src/media/binaries.js';
-import { probeLocalFile } from '../../src/media/probe.js';
+import { imageHeader, probeLocalFile } from '../../src/media/probe.js';
 import { sha256File } from '../../src/runs/outputs.js';
 import { MEDIA_KINDS, type InputFile, type MediaInfo, type RunContext, type ToolManifest, type ToolOutput } from '../../src/tools/manifest.js';
 import { builtinTools, createToolRegistry, type ToolRegistry } from '../../src/tools/registry.js';
@@ -74,19 +74,22 @@ export interface DirectResult {
 }
 
 /**
- * What storeOutputs does to an output on local storage: probe it (JSON parsed; images decoded by
- * sharp; audio/video ffprobe, one decoded frame, the packets measured), sha256 it (storeOutputs
- * does both at once; here each is timed alone), move it into storage.
+ * What storeOutputs does to an output on local storage: check it (JSON parsed; an image its
+ * encoder vouched for (ToolOutput.encoded) by its type and header, others decoded by sharp;
+ * audio/video ffprobe, one decoded frame, the packets measured), sha256 it unless the encoder
+ * gave the checksum (storeOutputs does both at once; here each is timed alone), move it into
+ * storage.
  */
 async function engineSteps(outputs: ToolOutput[], media: MediaBinaries): Promise<EngineSteps> {
   const steps: EngineSteps = { probeMs: 0, sha256Ms: 0, moveMs: 0 };
   for (const o of outputs) {
     let t0 = performance.now();
     if (o.mimeType === 'application/json') JSON.parse(await fs.readFile(o.path, 'utf8'));
+    else if (o.encoded) await imageHeader(o.path);
     else await probeLocalFile(o.path, media);
     steps.probeMs += performance.now() - t0;
     t0 = performance.now();
-    await sha256File(o.path);
+    if (!o.encoded) await sha256File(o.path);
     steps.sha256Ms += performance.now() - t0;
     t0 = performance.now();
     await fs.rename(o.path, `${o.path}.stored`);

@@ -10,6 +10,9 @@ import { resolveMediaBinaries } from '../../src/media/binaries.js';
 import type { DirectFile } from './bench-tools.js';
 
 /** A 4:3 image of about `megapixels` MP written to dir/name (JPEG q90 or PNG). */
+/** The largest makeImage() image_upscale takes (4082 x 3062): it refuses inputs over 4096 px a side. */
+export const UPSCALE_MAX_MP = 12.5;
+
 export async function makeImage(dir: string, name: string, megapixels: number, slot: string): Promise<DirectFile> {
   const width = Math.max(64, Math.round(Math.sqrt((megapixels * 1e6 * 4) / 3) / 2) * 2);
   const height = Math.max(48, Math.round((width * 3) / 4 / 2) * 2);

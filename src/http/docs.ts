@@ -7,6 +7,18 @@ import { ApiError } from './errors.js';
 
 export const DOCS_PREFIX = '/docs';
 
+/** The wordmark in the reference's top bar, in place of the renderer's own logo. */
+const LOGO_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="150" height="32" viewBox="0 0 150 32" role="img" aria-label="Toolrun">
+<rect x="1" y="4" width="24" height="24" rx="6" fill="#f2f2f2"/><path d="M8 11h10M13 11v12" stroke="#1b1b1b" stroke-width="3" stroke-linecap="round"/>
+<text x="33" y="23" font-family="system-ui, -apple-system, Segoe UI, sans-serif" font-size="19" font-weight="600" fill="#f2f2f2">Toolrun API</text></svg>`;
+
+/**
+ * The top bar shows the wordmark only: the renderer's box with the document's URL (/docs/json)
+ * invites exploring other documents, which this reference never serves.
+ */
+const DOCS_CSS = `.swagger-ui .topbar .download-url-wrapper { display: none; }
+.swagger-ui .topbar { background-color: #1b1b1b; }`;
+
 /**
  * The renderer's files are served from the package itself: the machines that run the service need
  * no internet, so nothing may come from a CDN.
@@ -37,7 +49,7 @@ export function docsRoutes(deps: {
       if (!url.startsWith(staticPrefix)) return;
       const name = url.slice(staticPrefix.length);
       // The initializer and the index redirect are routes of their own, not files.
-      if (name === 'swagger-initializer.js' || name === 'index.html') return;
+      if (name === 'swagger-initializer.js' || name === 'index.html' || name === 'theme/toolrun.css') return;
       if (!assets.has(name)) throw new ApiError('not_found', deps.notFoundMessage(request.method, url));
     });
     await app.register(swaggerUi, {
@@ -45,7 +57,8 @@ export function docsRoutes(deps: {
       // The UI loads ./json: answer it with the document /v1/openapi.json serves, not a second one.
       transformSpecification: () => deps.openapi(),
       transformSpecificationClone: false,
-      theme: { title: 'Tool-Run API reference' },
+      theme: { title: 'Toolrun API reference', css: [{ filename: 'toolrun.css', content: DOCS_CSS }] },
+      logo: { type: 'image/svg+xml', content: LOGO_SVG, href: DOCS_PREFIX },
       uiConfig: { deepLinking: true, displayRequestDuration: true },
       // Everything from this origin (Swagger UI sets inline styles and shows data: images); "Try it
       // out" calls the API at the document's server URL.
