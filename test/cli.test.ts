@@ -37,6 +37,7 @@ interface TeamJson {
   plan: string;
   sparks_available: number;
   runs_per_hour: number;
+  max_concurrent_runs: number | null;
 }
 interface MemberJson {
   id: string;
@@ -145,9 +146,9 @@ describe('toolrun admin team', { concurrency: 3 }, () => {
   test('create prints {"team":{id,name,plan,sparks_available,runs_per_hour}}', async () => {
     const out = await ok<{ team: TeamJson }>(['admin', 'team', 'create', '--name', 'Acme Studio', '--plan', 'plus', '--sparks', '250', '--runs-per-hour', '40']);
     assert.deepEqual(sortedKeys(out), ['team']);
-    assert.deepEqual(sortedKeys(out.team), ['id', 'name', 'plan', 'runs_per_hour', 'sparks_available']);
+    assert.deepEqual(sortedKeys(out.team), ['id', 'max_concurrent_runs', 'name', 'plan', 'runs_per_hour', 'sparks_available']);
     assert.match(out.team.id, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
-    assert.deepEqual({ ...out.team, id: '' }, { id: '', name: 'Acme Studio', plan: 'plus', sparks_available: 250, runs_per_hour: 40 });
+    assert.deepEqual({ ...out.team, id: '' }, { id: '', name: 'Acme Studio', plan: 'plus', sparks_available: 250, runs_per_hour: 40, max_concurrent_runs: null });
   });
 
   test('create defaults: no Sparks, 1000 runs per hour', async () => {
@@ -165,6 +166,12 @@ describe('toolrun admin team', { concurrency: 3 }, () => {
     const planOnly = await ok<{ team: TeamJson }>(['admin', 'team', 'update', '--team', team.id, '--plan', 'free']);
     assert.deepEqual(planOnly, { team: { ...team, plan: 'free', runs_per_hour: 7 } });
     assert.deepEqual(await ok(['admin', 'team', 'show', '--team', team.id]), planOnly);
+    const own = await ok<{ team: TeamJson }>(['admin', 'team', 'update', '--team', team.id, '--max-concurrent-runs', '3']);
+    assert.deepEqual(own, { team: { ...planOnly.team, max_concurrent_runs: 3 } });
+    const back = await ok<{ team: TeamJson }>(['admin', 'team', 'update', '--team', team.id, '--max-concurrent-runs', 'default']);
+    assert.deepEqual(back, planOnly);
+    await refused(['admin', 'team', 'update', '--team', team.id, '--max-concurrent-runs', '0'], EX_USAGE, /--max-concurrent-runs/);
+    await refused(['admin', 'team', 'update', '--team', team.id, '--max-concurrent-runs', '1001'], EX_USAGE, /--max-concurrent-runs must be a whole number from 1 to 1000, or default/);
   });
 
   test('an invalid plan, a missing option or bad numbers are usage errors (exit 64)', async () => {

@@ -154,7 +154,7 @@ describe('toolrun serve with the embedded PostgreSQL', () => {
       const show = await runCli(['admin', 'team', 'show', '--team', teamId], env);
       assert.equal(show.code, 0, show.stderr);
       assert.equal(show.stderr, `toolrun: database: the embedded PostgreSQL in ${dataDir} (TOOLRUN_DATA_DIR)\n`, 'only the line naming the database');
-      assert.deepEqual(JSON.parse(show.stdout), { team: { id: teamId, name: 'Demo team', plan: 'pro', sparks_available: 1000, runs_per_hour: 1000 } });
+      assert.deepEqual(JSON.parse(show.stdout), { team: { id: teamId, name: 'Demo team', plan: 'pro', sparks_available: 1000, runs_per_hour: 1000, max_concurrent_runs: null } });
 
       const grant = await runCli(['admin', 'sparks', 'grant', '--team', teamId, '--amount', '-1'], env);
       assert.equal(grant.code, 0, grant.stderr);

@@ -21,6 +21,14 @@ import {
   type Team,
 } from '../teams/repository.js';
 
+// `default` stays a word here (commander turns a parser's null into ''); the action maps it to null.
+function concurrentRuns(raw: string): number | 'default' {
+  if (raw === 'default') return raw;
+  const n = integer('--max-concurrent-runs', { min: 1 })(raw);
+  if (n > 1000) throw new InvalidArgumentError('--max-concurrent-runs must be a whole number from 1 to 1000, or default');
+  return n;
+}
+
 function rate(raw: string): number {
   const n = integer('--rate')(raw);
   if (!RATE_CHOICES.includes(n)) throw new InvalidArgumentError(`--rate must be one of ${RATE_CHOICES.join(', ')}`);
@@ -66,12 +74,19 @@ export function adminCommand(config: Config, withDb: WithDb): Command {
     );
   team
     .command('update')
-    .description("change a team's plan or hourly ceiling on new runs (keys see it within seconds)")
+    .description("change a team's plan, hourly ceiling on new runs or concurrent runs (keys see it within seconds)")
     .requiredOption('--team <id>', 'team id', uuid('--team'))
     .option('--plan <plan>', PLANS.join('|'), oneOf('--plan', PLANS))
     .option('--runs-per-hour <n>', 'hourly ceiling on new runs', integer('--runs-per-hour', { min: 1 }))
-    .action((o: { team: string; plan?: Plan; runsPerHour?: number }) =>
-      withDb(async (db) => teamView(await updateTeam(db.pool, o.team, o))),
+    .option(
+      '--max-concurrent-runs <n>',
+      "runs of the team running at once, 1 to 1000 (more stay queued), or `default` for the plan's (TOOLRUN_TEAM_CONCURRENCY)",
+      concurrentRuns,
+    )
+    .action((o: { team: string; plan?: Plan; runsPerHour?: number; maxConcurrentRuns?: number | 'default' }) =>
+      withDb(async (db) =>
+        teamView(await updateTeam(db.pool, o.team, { ...o, maxConcurrentRuns: o.maxConcurrentRuns === 'default' ? null : o.maxConcurrentRuns })),
+      ),
     );
   team
     .command('show')

@@ -84,6 +84,33 @@ export interface RunsConfig {
   shutdownGraceSeconds: number;
   /** Threads one ffmpeg job may use (decoder, filters and encoder each). */
   ffmpegThreads: number;
+  /** Runs of one team running at once, by plan, unless the team has its own value (issue 20). */
+  teamConcurrency: TeamConcurrency;
+}
+
+export interface TeamConcurrency {
+  free: number;
+  plus: number;
+  pro: number;
+  team: number;
+}
+
+const TEAM_CONCURRENCY_DEFAULT = 'free=1,plus=2,pro=4,team=8';
+
+/** `plan=n,...` for every plan, each n from 1 to 1000; a plan left out keeps its default. */
+function teamConcurrency(env: Env): TeamConcurrency {
+  const name = 'TOOLRUN_TEAM_CONCURRENCY';
+  const out: TeamConcurrency = { free: 1, plus: 2, pro: 4, team: 8 };
+  const raw = str(env, name, TEAM_CONCURRENCY_DEFAULT);
+  for (const item of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const m = /^(free|plus|pro|team)=(\d{1,4})$/.exec(item);
+    const n = m ? Number(m[2]) : 0;
+    if (!m || n < 1 || n > 1000) {
+      throw new ConfigError(name, `must be plan=n pairs separated by commas (plans free, plus, pro, team; n from 1 to 1000), e.g. "${TEAM_CONCURRENCY_DEFAULT}"; got "${raw}"`);
+    }
+    out[m[1] as keyof TeamConcurrency] = n;
+  }
+  return out;
 }
 
 export type StorageConfig =
@@ -329,6 +356,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       outputRetentionSeconds: int(env, 'TOOLRUN_OUTPUT_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
       shutdownGraceSeconds: int(env, 'TOOLRUN_SHUTDOWN_GRACE_SECONDS', 30, 0, 3600),
       ffmpegThreads: int(env, 'TOOLRUN_FFMPEG_THREADS', 2, 1, 16),
+      teamConcurrency: teamConcurrency(env),
     },
     files: {
       maxFileBytes,

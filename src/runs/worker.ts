@@ -5,7 +5,9 @@ import type { Db } from '../db/pool.js';
 import type { RunOutcome } from '../metrics/metrics.js';
 import { executeRun, type ExecutorDeps, type StopReason } from './executor.js';
 import { sweepOutputChecks } from './output-checks.js';
-import { lockRun, RUN_COLUMNS, type RunRow } from './repository.js';
+import type { TeamConcurrency } from '../config/config.js';
+import { claimLapsed, claimQueued } from './claim.js';
+import { lockRun, type RunRow } from './repository.js';
 import { CANCEL_CHANNEL, cancelLockedRun, failRun, RUNS_CHANNEL } from './transitions.js';
 
 export interface WorkerOptions extends ExecutorDeps {
@@ -23,25 +25,12 @@ interface Active {
 }
 
 /**
- * Takes a queued run, or one whose worker's lease lapsed, under the lease token `owner`. Tokens
- * are unique per claim, not per worker, so an execution that lost its lease can never pass for
- * a later execution of the same run in the same worker.
+ * Takes a queued run by fair order (claim.ts), or else one whose worker's lease lapsed, under the
+ * lease token `owner`. Tokens are unique per claim, not per worker, so an execution that lost its
+ * lease can never pass for a later execution of the same run in the same worker.
  */
-async function claim(db: Db, owner: string, leaseSeconds: number): Promise<RunRow | null> {
-  for (const where of [
-    `status = 'queued' ORDER BY created_at`,
-    `status = 'running' AND lease_expires_at < now() AND attempts < max_attempts ORDER BY lease_expires_at`,
-  ]) {
-    const { rows } = await db.pool.query<RunRow>(
-      `UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), lease_owner = $1::text,
-              lease_expires_at = now() + make_interval(secs => $2::integer), attempts = attempts + 1, progress = 0
-        WHERE id = (SELECT id FROM runs WHERE ${where} LIMIT 1 FOR UPDATE SKIP LOCKED)
-        RETURNING ${RUN_COLUMNS}`,
-      [owner, leaseSeconds],
-    );
-    if (rows[0]) return rows[0];
-  }
-  return null;
+async function claim(db: Db, owner: string, leaseSeconds: number, limits: TeamConcurrency): Promise<RunRow | null> {
+  return (await claimQueued(db, owner, leaseSeconds, limits)) ?? (await claimLapsed(db, owner, leaseSeconds));
 }
 
 /** Runs whose lease lapsed once too often are failed, their hold released. */
@@ -165,7 +154,7 @@ export class RunWorker {
         const claimedAt = Date.now(); // before the claim: the lease cannot have started earlier
         let claimed: RunRow | null = null;
         try {
-          claimed = await claim(db, lease, config.runs.leaseSeconds);
+          claimed = await claim(db, lease, config.runs.leaseSeconds, config.runs.teamConcurrency);
         } catch (err) {
           failed = true;
           logger.warn({ err }, 'claiming a run failed');

@@ -47,6 +47,8 @@ export interface Team {
   plan: Plan;
   sparks_available: number;
   runs_per_hour: number;
+  /** Runs of the team running at once; null: its plan's default (TOOLRUN_TEAM_CONCURRENCY). */
+  max_concurrent_runs: number | null;
 }
 
 export interface Member {
@@ -57,7 +59,7 @@ export interface Member {
   removed_at: Date | null;
 }
 
-const TEAM_COLUMNS = 'id, name, plan, sparks_available, runs_per_hour';
+const TEAM_COLUMNS = 'id, name, plan, sparks_available, runs_per_hour, max_concurrent_runs';
 
 export async function getTeam(db: Queryable, teamId: string): Promise<Team | null> {
   const { rows } = await db.query<Team>(`SELECT ${TEAM_COLUMNS} FROM teams WHERE id = $1::uuid`, [teamId]);
@@ -85,11 +87,17 @@ export async function createTeam(
   });
 }
 
-export async function updateTeam(db: Queryable, teamId: string, input: { plan?: Plan; runsPerHour?: number }): Promise<Team> {
+/** `maxConcurrentRuns`: a number, null for the plan's default again, or left out to keep it. */
+export async function updateTeam(
+  db: Queryable,
+  teamId: string,
+  input: { plan?: Plan; runsPerHour?: number; maxConcurrentRuns?: number | null },
+): Promise<Team> {
   const { rows } = await db.query<Team>(
-    `UPDATE teams SET plan = coalesce($2::text, plan), runs_per_hour = coalesce($3::integer, runs_per_hour)
+    `UPDATE teams SET plan = coalesce($2::text, plan), runs_per_hour = coalesce($3::integer, runs_per_hour),
+            max_concurrent_runs = CASE WHEN $4::boolean THEN $5::integer ELSE max_concurrent_runs END
       WHERE id = $1::uuid RETURNING ${TEAM_COLUMNS}`,
-    [teamId, input.plan ?? null, input.runsPerHour ?? null],
+    [teamId, input.plan ?? null, input.runsPerHour ?? null, input.maxConcurrentRuns !== undefined, input.maxConcurrentRuns ?? null],
   );
   if (!rows[0]) throw new AdminError(`no team with id ${teamId}`);
   return rows[0];

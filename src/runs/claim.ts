@@ -1,0 +1,78 @@
+import type { TeamConcurrency } from '../config/config.js';
+import type { Db } from '../db/pool.js';
+import { RUN_COLUMNS, type RunRow } from './repository.js';
+
+/** First key of the advisory locks that serialise one team's claims (the second is the team's). */
+const TEAM_CLAIM_LOCK = 730_144;
+
+/** How many teams one claim considers before giving up (all busy, or locked by other claims). */
+const CANDIDATES = 8;
+
+/**
+ * The teams with queued runs that are under their concurrency limit, the team with the fewest
+ * runs running first (ties: the team whose oldest queued run is oldest): the order a free slot is
+ * offered in. The recursive part is a skip scan of runs_team_queued (one probe per team with a
+ * backlog); per team, a count on runs_team_running and the head of runs_team_queued.
+ */
+export const FAIR_ORDER_FOR_PLAN = `
+WITH RECURSIVE queued_teams AS (
+  (SELECT team_id FROM runs WHERE status = 'queued' ORDER BY team_id LIMIT 1)
+  UNION ALL
+  SELECT (SELECT r.team_id FROM runs r WHERE r.status = 'queued' AND r.team_id > q.team_id ORDER BY r.team_id LIMIT 1)
+    FROM queued_teams q WHERE q.team_id IS NOT NULL
+)
+SELECT c.team_id, c.cap FROM (
+  SELECT q.team_id,
+         (SELECT count(*)::integer FROM runs r WHERE r.team_id = q.team_id AND r.status = 'running') AS running,
+         (SELECT r.created_at FROM runs r WHERE r.team_id = q.team_id AND r.status = 'queued' ORDER BY r.created_at, r.id LIMIT 1) AS oldest,
+         coalesce(t.max_concurrent_runs,
+                  CASE t.plan WHEN 'free' THEN $1::integer WHEN 'plus' THEN $2::integer WHEN 'pro' THEN $3::integer ELSE $4::integer END) AS cap
+    FROM queued_teams q JOIN teams t ON t.id = q.team_id
+   WHERE q.team_id IS NOT NULL
+) c
+WHERE c.running < c.cap
+ORDER BY c.running, c.oldest, c.team_id
+LIMIT $5::integer`;
+
+const TAKE = `
+UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), lease_owner = $1::text,
+       lease_expires_at = now() + make_interval(secs => $2::integer), attempts = attempts + 1, progress = 0
+ WHERE id = (SELECT r.id FROM runs r
+              WHERE r.team_id = $3::uuid AND r.status = 'queued'
+                AND (SELECT count(*) FROM runs x WHERE x.team_id = $3::uuid AND x.status = 'running') < $4::integer
+              ORDER BY r.created_at, r.id LIMIT 1 FOR UPDATE SKIP LOCKED)
+RETURNING ${RUN_COLUMNS}`;
+
+/**
+ * Takes the next queued run by fair order under the lease token `owner`, or null. A team's
+ * claims take turns on an advisory lock held to their commit, and each counts the team's running
+ * runs after taking it, so no number of workers can run more of a team's runs than its limit: a
+ * claim that finds the lock taken tries the next team instead of waiting. Runs whose worker died
+ * keep counting (they are still running) until they are taken back or given up.
+ */
+export async function claimQueued(db: Db, owner: string, leaseSeconds: number, limits: TeamConcurrency): Promise<RunRow | null> {
+  const { rows: teams } = await db.pool.query<{ team_id: string; cap: number }>(FAIR_ORDER_FOR_PLAN, [limits.free, limits.plus, limits.pro, limits.team, CANDIDATES]);
+  for (const { team_id: teamId, cap } of teams) {
+    const run = await db.tx(async (tx) => {
+      const { rows: lock } = await tx.query<{ got: boolean }>('SELECT pg_try_advisory_xact_lock($1::integer, hashtext($2::text)) AS got', [TEAM_CLAIM_LOCK, teamId]);
+      if (!lock[0]?.got) return null;
+      const { rows } = await tx.query<RunRow>(TAKE, [owner, leaseSeconds, teamId, cap]);
+      return rows[0] ?? null;
+    });
+    if (run) return run;
+  }
+  return null;
+}
+
+/** Takes back a run whose worker's lease lapsed (it already counts as running for its team). */
+export async function claimLapsed(db: Db, owner: string, leaseSeconds: number): Promise<RunRow | null> {
+  const { rows } = await db.pool.query<RunRow>(
+    `UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), lease_owner = $1::text,
+            lease_expires_at = now() + make_interval(secs => $2::integer), attempts = attempts + 1, progress = 0
+      WHERE id = (SELECT id FROM runs WHERE status = 'running' AND lease_expires_at < now() AND attempts < max_attempts
+                   ORDER BY lease_expires_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+      RETURNING ${RUN_COLUMNS}`,
+    [owner, leaseSeconds],
+  );
+  return rows[0] ?? null;
+}
