@@ -115,7 +115,7 @@ describe('the OpenAPI document', () => {
       const media: [string, unknown][] = [];
       if (isObject(op.op.requestBody) && isObject(op.op.requestBody.content)) media.push(['request body', op.op.requestBody.content['application/json']]);
       for (const [status, r] of Object.entries(isObject(op.op.responses) ? op.op.responses : {})) {
-        if (status.startsWith('2') && isObject(r) && isObject(r.content)) media.push([status, r.content['application/json']]);
+        if (status.startsWith('2') && isObject(r) && isObject(r.content)) media.push([status, r.content['application/json'] ?? r.content['text/event-stream']]);
       }
       assert.ok(media.length > 0, `${op.where}: no request body or success response`);
       for (const [what, m] of media) {

@@ -49,6 +49,14 @@ function send(req: FuzzRequest): Promise<ResponseLike> {
     if (req.chunked) headers['transfer-encoding'] = 'chunked';
     const r = http.request({ host: url.hostname, port: url.port, method: req.method, path: req.path, headers, agent, timeout: 60_000 }, (res) => {
       const chunks: Buffer[] = [];
+      // An event stream may never end: its first bytes (the status and headers came before them) are the answer.
+      if (String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+        res.once('data', (c: Buffer) => {
+          resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: c.toString('utf8') });
+          r.destroy();
+        });
+        return;
+      }
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
       res.on('error', reject);

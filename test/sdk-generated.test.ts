@@ -14,6 +14,8 @@ const SDK_METHODS: Record<string, (c: Toolrun) => unknown> = {
   startRun: (c) => c.runs.start,
   getRun: (c) => c.runs.get,
   listRuns: (c) => c.runs.list,
+  streamRunEvents: (c) => c.runs.events,
+  streamEvents: (c) => c.events.stream,
   cancelRun: (c) => c.runs.cancel,
   getOutputUrl: (c) => c.runs.outputUrl,
   createFileUpload: (c) => c.files.upload,

@@ -24,6 +24,9 @@ import { fileRoutes, fileSchemas } from '../files/routes.js';
 import type { MediaBinaries } from '../media/binaries.js';
 import { meRoutes, MeSchema } from '../me/routes.js';
 import { runRoutes, runSchemas } from '../runs/routes.js';
+import { runEventRoutes } from '../runs/events-stream.js';
+import { RUN_CHANGES_CHANNEL, StreamHub, TEAM_EVENTS_CHANNEL } from '../events/hub.js';
+import { teamEventRoutes } from '../events/routes.js';
 import { EVENTS_CHANNEL } from '../runs/transitions.js';
 import { RunWaiters } from '../runs/waiters.js';
 import { webhookRoutes, webhookSchemas } from '../webhooks/routes.js';
@@ -117,17 +120,29 @@ class QuietStartLogController extends LogController {
  * notification names a team whose keys are read again; while the connection is down the cache
  * is off (and emptied), so a key is never answered from memory on a change nobody heard of.
  */
-async function listenForKeyChanges(app: FastifyInstance, config: Config, db: Db, logger: Logger, waiters: RunWaiters): Promise<KeyCache> {
+async function listenForKeyChanges(app: FastifyInstance, config: Config, db: Db, logger: Logger, waiters: RunWaiters, hub: StreamHub): Promise<KeyCache> {
   const cache = new KeyCache(config.keyCacheMaxAgeMs);
-  // The same connection hears runs becoming final, for requests that wait for them (Prefer: wait).
+  // The same connection hears runs becoming final, for requests that wait for them (Prefer: wait),
+  // and runs and teams changing, for the event streams.
   const listener = new Listener({
     connectionString: db.connectionString,
-    channels: [AUTH_CHANNEL, EVENTS_CHANNEL],
+    channels: [AUTH_CHANNEL, EVENTS_CHANNEL, RUN_CHANGES_CHANNEL, TEAM_EVENTS_CHANNEL],
     applicationName: 'toolrun-auth-listen',
     logger,
     onNotification: (channel, payload) => {
       if (channel === EVENTS_CHANNEL) {
-        if (payload) waiters.notify(payload);
+        if (payload) {
+          waiters.notify(payload);
+          hub.runChanged(payload);
+        }
+        return;
+      }
+      if (channel === RUN_CHANGES_CHANNEL) {
+        if (payload) hub.runChanged(payload);
+        return;
+      }
+      if (channel === TEAM_EVENTS_CHANNEL) {
+        if (payload) hub.teamEvent(payload);
         return;
       }
       if (payload) cache.invalidateTeam(payload);
@@ -136,6 +151,7 @@ async function listenForKeyChanges(app: FastifyInstance, config: Config, db: Db,
     onConnected: () => {
       cache.setListening(true);
       waiters.notifyAll();
+      hub.wakeAll();
     },
     onDisconnected: () => cache.setListening(false),
   });
@@ -234,7 +250,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Closing writes what is noted, so a graceful stop loses no "last used".
   app.addHook('onClose', async () => usage.flush());
   const waiters = new RunWaiters();
-  const keyCache = await listenForKeyChanges(app, config, db, logger, waiters);
+  const hub = new StreamHub();
+  // Open event streams end as closing begins, or they would hold the close up to its grace period.
+  app.addHook('preClose', async () => hub.shutdown());
+  const keyCache = await listenForKeyChanges(app, config, db, logger, waiters, hub);
   app.addHook('onRequest', createAuthHook(config, db, usage, keyCache));
   const teamChanged = (teamId: string) => keyCache.invalidateTeam(teamId);
   const strings = registerStringChecks(app);
@@ -281,7 +300,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(toolRoutes(tools));
   await app.register(fileRoutes({ config, db, storage: deps.storage, media: deps.media }));
   await app.register(runRoutes({ config, db, tools, storage: deps.storage, teamChanged, waiters }));
+  await app.register(runEventRoutes({ config, db, tools, storage: deps.storage, hub }));
   await app.register(webhookRoutes({ config, db }));
+  await app.register(teamEventRoutes({ db, hub }));
   await app.register(consoleApi({ config, db, tools, storage: deps.storage, media: deps.media, teamChanged }));
   await app.register(consolePages({ notFoundMessage, storageOrigin: storageOrigin(config.storage) }));
   // The local backend serves its signed part and download URLs itself; S3 serves its own.

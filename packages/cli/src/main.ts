@@ -3,6 +3,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { Toolrun, ToolrunError } from '@toolrun/sdk';
 import { cancelCommand, downloadCommand, estimateCommand, EXIT, getCommand, listCommand, meCommand, runCommand, toolsCommand, type ListArgs, type ToolInputArgs } from './commands.ts';
 import { UsageError } from './inputs.ts';
+import { listenCommand, type ListenArgs } from './listen.ts';
 import { Ui } from './ui.ts';
 
 interface GlobalOptions {
@@ -89,6 +90,12 @@ Ctrl-C while a run is followed: at a terminal, asks whether to cancel it; otherw
     .option('-o, --out <dir>', 'where outputs are saved', '.')
     .description("download a succeeded run's outputs")
     .action((id: string, opts: { out: string }) => run((ui, g) => downloadCommand(clientFor(g), ui, id, opts.out)));
+  program
+    .command('listen')
+    .description("forward the team's events to a local URL, signed like webhooks with a secret printed at the start (needs the webhooks scope)")
+    .requiredOption('--forward-to <url>', 'where each event is POSTed, e.g. http://localhost:3000/hooks')
+    .option('--events <types>', 'only these event types, comma-separated (e.g. run.succeeded,run.failed)')
+    .action((opts: ListenArgs) => run((ui, g) => listenCommand(clientFor(g), ui, opts)));
   return program;
 }
 

@@ -1,3 +1,4 @@
+import { Events } from './events.ts';
 import { Files } from './files.ts';
 import { Transport, type RetryInfo } from './http.ts';
 import { Runs } from './runs.ts';
@@ -35,6 +36,8 @@ export class Toolrun {
   readonly runs: Runs;
   readonly files: Files;
   readonly webhookEndpoints: WebhookEndpoints;
+  /** The team's events as a stream (GET /v1/events): `events.stream()`. */
+  readonly events: Events;
   readonly baseUrl: string;
   private readonly http: Transport;
 
@@ -63,6 +66,7 @@ export class Toolrun {
     this.runs = new Runs(http, { minPollIntervalMs: opts.testing?.minPollIntervalMs ?? 2000 });
     this.files = new Files(http);
     this.webhookEndpoints = new WebhookEndpoints(http);
+    this.events = new Events(http);
   }
 
   /** The team and key making the request, with the Sparks available now. */

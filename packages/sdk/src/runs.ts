@@ -8,6 +8,7 @@ import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ToolrunError, errorFromResponse } from './errors.ts';
 import { fetchOnce, queryString, sleep, type Transport } from './http.ts';
 import { extensionFor } from './mime.ts';
+import { readEventStream, type StreamOptions } from './sse.ts';
 import { isFinal, type ListRunsQuery, type OutputUrl, type Run, type RunBody, type RunList, type RunOutput } from './types.ts';
 
 export type RunRef = string | Pick<Run, 'id'>;
@@ -30,6 +31,15 @@ export interface WaitOptions {
   intervalMs?: number;
   /** Give up (a ToolrunError with code `wait_timeout`) after this long; no limit by default. */
   timeoutMs?: number;
+}
+
+/** One event of a run's stream: `status` and `progress` while it works, then `done` with the final run. */
+export interface RunEvent {
+  /** The run's change number (what Last-Event-ID resumes after). */
+  id: string;
+  event: 'status' | 'progress' | 'done' | (string & {});
+  /** The run as GET /v1/runs/{id} showed it at that moment. */
+  run: Run;
 }
 
 export interface DownloadOptions {
@@ -125,6 +135,19 @@ export class Runs {
       retry: 'idempotent',
       signal: opts.signal,
     });
+  }
+
+  /**
+   * The run's changes as they happen (GET /v1/runs/{id}/events, server-sent events, no polling):
+   * `status` first, `progress` as it moves, and `done` with the final run, after which the loop
+   * ends. A dropped connection is made again with Last-Event-ID, so nothing is seen twice.
+   */
+  async *events(run: RunRef, opts: StreamOptions = {}): AsyncGenerator<RunEvent> {
+    const path = `/v1/runs/${idOf(run)}/events`;
+    for await (const m of readEventStream(this.http, path, { ...opts, isLast: (e) => e.event === 'done' })) {
+      if (m.id === null) continue;
+      yield { id: m.id, event: m.event, run: JSON.parse(m.data) as Run };
+    }
   }
 
   /**

@@ -35,6 +35,26 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The team's run events as server-sent events: what webhooks deliver, without an endpoint
+         * @description Server-sent events (text/event-stream) with the team's run events (run.succeeded, run.failed, run.canceled; more types may come) from the moment of connection: `id:` is the event id, `event:` its type, and `data:` the very body a webhook delivery of the event POSTs (the same id, on every path). No endpoint is needed: this is how a local machine can receive events (toolrun-cli listen). Reconnect with Last-Event-ID (an event of the last 24 hours) to get what came after it. Delivery is at least once, as with webhooks: skip ids you have handled. A comment line (`: heartbeat`) comes every 15 s. Needs the webhooks scope and an owner or admin behind the key. At most 10 open streams per key (both stream kinds together) and 1000 per server: past them, 429 rate_limited.
+         */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/files/{file_id}/complete": {
         parameters: {
             query?: never;
@@ -157,6 +177,26 @@ export type paths = {
         put?: never;
         /** Cancel a queued or running run; its hold is released. Canceling a canceled run returns it. */
         post: operations["cancelRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/runs/{run_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A run's status and progress as server-sent events, until it is final
+         * @description Server-sent events (text/event-stream) for one run, woken by the service when the run changes (no polling). Each event has an `id:` (the run's change number), an `event:` and `data:` with the run as GET /v1/runs/{run_id} shows it then: `status` when the status changed (and first, with the run as it is), `progress` when only the progress moved, and finally `done` with the final run, after which the stream ends. Reconnect with Last-Event-ID to resume; a run already final and fully seen answers 204. A comment line (`: heartbeat`) comes every 15 s. At most 10 open streams per key (both stream kinds together) and 1000 per server: past them, 429 rate_limited.
+         */
+        get: operations["streamRunEvents"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1317,6 +1357,135 @@ export interface operations {
             };
         };
     };
+    streamEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received (what EventSource sends when it reconnects): the events after it are sent first. It must be one of this team's events of the last 24 hours. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The team's events as they happen */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example retry: 2000
+                     *
+                     *     : heartbeat
+                     *
+                     *     id: 0d6b1f5e-3c2a-4e8b-9f70-1a2b3c4d5e6f
+                     *     event: run.canceled
+                     *     data: {"id":"0d6b1f5e-3c2a-4e8b-9f70-1a2b3c4d5e6f","object":"event","type":"run.canceled","created_at":"2025-01-15T10:00:09.000Z","data":{"run":{"object":"run","id":"5f0c7d2e-8a51-4c3b-9d6e-2b7f4a1c9e30","tool_id":"image_upscale","product_id":"image_upscale","status":"canceled","progress":0.5,"cost_sparks":0,"outputs":[],"error":null,"api_key_id":"b2a4c6d8-1e3f-4a5b-8c7d-9e0f1a2b3c4d","created_at":"2025-01-15T10:00:00.000Z","started_at":"2025-01-15T10:00:01.000Z","finished_at":"2025-01-15T10:00:09.000Z"}}}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /** @description The API key is missing or not valid. Codes: api_key_required, invalid_api_key. */
+            401: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The plan, scope or role does not allow this call. Codes: plan_upgrade_required, insufficient_scope, insufficient_role. */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request is invalid; errors[] names each problem. Codes: invalid_request. */
+            422: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait for Retry-After seconds. Codes: rate_limited. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Failure on the service side; retry with backoff. Codes: internal_error. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The service is temporarily unavailable; retry with backoff. Codes: service_unavailable. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     completeFileUpload: {
         parameters: {
             query?: never;
@@ -2351,6 +2520,170 @@ export interface operations {
             };
             /** @description The body is not application/json. Codes: unsupported_media_type. */
             415: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request is invalid; errors[] names each problem. Codes: invalid_request. */
+            422: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait for Retry-After seconds. Codes: rate_limited. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Failure on the service side; retry with backoff. Codes: internal_error. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The service is temporarily unavailable; retry with backoff. Codes: service_unavailable. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    streamRunEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received (what EventSource sends when it reconnects): events up to it are not sent again. Ids are whole numbers that grow with every change of the run. */
+                "last-event-id"?: string;
+            };
+            path: {
+                /** @description The id of a run started with this team's API keys */
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Events until the run is final: status, progress, then done with the final run */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example retry: 2000
+                     *
+                     *     id: 2
+                     *     event: status
+                     *     data: {"object":"run","id":"5f0c7d2e-8a51-4c3b-9d6e-2b7f4a1c9e30","tool_id":"image_upscale","product_id":"image_upscale","status":"running","progress":0,"cost_sparks":4,"outputs":[],"error":null,"api_key_id":"b2a4c6d8-1e3f-4a5b-8c7d-9e0f1a2b3c4d","created_at":"2025-01-15T10:00:00.000Z","started_at":"2025-01-15T10:00:01.000Z","finished_at":null}
+                     *
+                     *     id: 3
+                     *     event: progress
+                     *     data: {"object":"run","id":"5f0c7d2e-8a51-4c3b-9d6e-2b7f4a1c9e30","tool_id":"image_upscale","product_id":"image_upscale","status":"running","progress":0.5,"cost_sparks":4,"outputs":[],"error":null,"api_key_id":"b2a4c6d8-1e3f-4a5b-8c7d-9e0f1a2b3c4d","created_at":"2025-01-15T10:00:00.000Z","started_at":"2025-01-15T10:00:01.000Z","finished_at":null}
+                     *
+                     *     : heartbeat
+                     *
+                     *     id: 5
+                     *     event: done
+                     *     data: {"object":"run","id":"5f0c7d2e-8a51-4c3b-9d6e-2b7f4a1c9e30","tool_id":"image_upscale","product_id":"image_upscale","status":"canceled","progress":0.5,"cost_sparks":4,"outputs":[],"error":null,"api_key_id":"b2a4c6d8-1e3f-4a5b-8c7d-9e0f1a2b3c4d","created_at":"2025-01-15T10:00:00.000Z","started_at":"2025-01-15T10:00:01.000Z","finished_at":"2025-01-15T10:00:09.000Z"}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Resumed (Last-Event-ID) after the final event: nothing more will come; do not reconnect */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The API key is missing or not valid. Codes: api_key_required, invalid_api_key. */
+            401: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The plan, scope or role does not allow this call. Codes: plan_upgrade_required, insufficient_scope. */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found. Codes: run_not_found. */
+            404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request did not arrive in time (its headers, or its body); the connection is closed. Send it again at a steady pace. Codes: request_timeout. */
+            408: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];

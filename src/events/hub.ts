@@ -1,0 +1,92 @@
+// The process's open event streams (GET /v1/runs/{id}/events and GET /v1/events): how many there
+// are (bounded per key and per process), and who to wake when PostgreSQL says something changed.
+// Notifications arrive on the app's LISTEN connection (src/http/app.ts), from any process on any
+// machine; a stream woken reads what is new itself, so a wake carries nothing but "look again".
+
+/** Channels the triggers of migration 0015 notify: a run's status or progress changed (payload: run id); a team has a new event (payload: team id). */
+export const RUN_CHANGES_CHANNEL = 'toolrun_run_changes';
+export const TEAM_EVENTS_CHANNEL = 'toolrun_team_events';
+
+export const STREAMS_PER_KEY = 10;
+export const STREAMS_PER_PROCESS = 1000;
+
+/** A stream's registration: woken on its run's or team's changes, ended when the server closes. */
+export interface StreamSlot {
+  /** Wakes `wake` whenever this run changes (status, progress, final). */
+  watchRun(runId: string, wake: () => void): void;
+  /** Wakes `wake` whenever the team has a new event. */
+  watchTeam(teamId: string, wake: () => void): void;
+  /** Called once if the server starts closing while the stream is open. */
+  onShutdown(end: () => void): void;
+  release(): void;
+}
+
+export class StreamHub {
+  private readonly byKey = new Map<string, number>();
+  private readonly runs = new Map<string, Set<() => void>>();
+  private readonly teams = new Map<string, Set<() => void>>();
+  private readonly enders = new Set<() => void>();
+  private total = 0;
+  private closing = false;
+
+  constructor(readonly limits: { perProcess: number; perKey: number } = { perProcess: STREAMS_PER_PROCESS, perKey: STREAMS_PER_KEY }) {}
+
+  runChanged(runId: string): void {
+    for (const wake of this.runs.get(runId) ?? []) wake();
+  }
+
+  teamEvent(teamId: string): void {
+    for (const wake of this.teams.get(teamId) ?? []) wake();
+  }
+
+  /** The LISTEN connection came back: notifications may have been missed, so every stream looks again. */
+  wakeAll(): void {
+    for (const set of [...this.runs.values(), ...this.teams.values()]) for (const wake of set) wake();
+  }
+
+  /** Ends every open stream (the server is closing: they would hold its close up) and refuses new ones. */
+  shutdown(): void {
+    this.closing = true;
+    for (const end of [...this.enders]) end();
+  }
+
+  /** A place for one stream of this key, or null past either bound (or while closing). */
+  enter(keyId: string): StreamSlot | null {
+    const mine = this.byKey.get(keyId) ?? 0;
+    if (this.closing || this.total >= this.limits.perProcess || mine >= this.limits.perKey) return null;
+    this.total++;
+    this.byKey.set(keyId, mine + 1);
+    const undo: (() => void)[] = [];
+    const add = (map: Map<string, Set<() => void>>, id: string, wake: () => void) => {
+      const set = map.get(id) ?? new Set<() => void>();
+      set.add(wake);
+      map.set(id, set);
+      undo.push(() => {
+        set.delete(wake);
+        if (!set.size && map.get(id) === set) map.delete(id);
+      });
+    };
+    let released = false;
+    return {
+      watchRun: (runId, wake) => add(this.runs, runId, wake),
+      watchTeam: (teamId, wake) => add(this.teams, teamId, wake),
+      onShutdown: (end) => {
+        this.enders.add(end);
+        undo.push(() => this.enders.delete(end));
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        for (const u of undo) u();
+        this.total--;
+        const left = (this.byKey.get(keyId) ?? 1) - 1;
+        if (left) this.byKey.set(keyId, left);
+        else this.byKey.delete(keyId);
+      },
+    };
+  }
+
+  get open(): number {
+    return this.total;
+  }
+}
