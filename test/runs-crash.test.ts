@@ -152,13 +152,19 @@ describe('run engine: real worker processes', { concurrency: true }, () => {
         assert.equal(done.attempts, 1, `run ${run.id} was claimed once`);
         await assertSettledOnce(e.db(), done);
       }
-      const sources = [...p.procs.map((w) => w.stderr), e.s.logs.text()];
-      for (const [i, text] of sources.entries()) {
-        for (const line of text.split('\n')) {
-          const m = /"run_id":"([0-9a-f-]{36})".*"msg":"run succeeded"/.exec(line);
-          if (m) succeededBy.set(m[1]!, [...(succeededBy.get(m[1]!) ?? []), String(i)]);
+      // A worker logs "run succeeded" after its commit, so the last line may still be on its way
+      // when the database says final: read the logs until every run has its line.
+      await waitFor('every run to have its "run succeeded" line', async () => {
+        succeededBy.clear();
+        const sources = [...p.procs.map((w) => w.stderr), e.s.logs.text()];
+        for (const [i, text] of sources.entries()) {
+          for (const line of text.split('\n')) {
+            const m = /"run_id":"([0-9a-f-]{36})".*"msg":"run succeeded"/.exec(line);
+            if (m) succeededBy.set(m[1]!, [...(succeededBy.get(m[1]!) ?? []), String(i)]);
+          }
         }
-      }
+        return runs.every((r) => succeededBy.has(r.id)) ? true : undefined;
+      });
       for (const run of runs) assert.equal(succeededBy.get(run.id)?.length, 1, `run ${run.id} finished by exactly one worker`);
       const doers = new Set([...succeededBy.values()].flat());
       assert.ok(doers.size >= 2, `the work was shared (${doers.size} workers did some)`);
