@@ -14,7 +14,7 @@ const CANDIDATES = 8;
  * offered in. The recursive part is a skip scan of runs_team_queued (one probe per team with a
  * backlog); per team, a count on runs_team_running and the head of runs_team_queued.
  */
-export const FAIR_ORDER_FOR_PLAN = `
+const FAIR_ORDER = `
 WITH RECURSIVE queued_teams AS (
   (SELECT team_id FROM runs WHERE status = 'queued' ORDER BY team_id LIMIT 1)
   UNION ALL
@@ -34,9 +34,12 @@ WHERE c.running < c.cap
 ORDER BY c.running, c.oldest, c.team_id
 LIMIT $5::integer`;
 
+/** What every claim writes: running under a new lease token ($1) of $2 seconds, one more attempt. */
+const LEASE = `UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), lease_owner = $1::text,
+       lease_expires_at = now() + make_interval(secs => $2::integer), attempts = attempts + 1, progress = 0`;
+
 const TAKE = `
-UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), lease_owner = $1::text,
-       lease_expires_at = now() + make_interval(secs => $2::integer), attempts = attempts + 1, progress = 0
+${LEASE}
  WHERE id = (SELECT r.id FROM runs r
               WHERE r.team_id = $3::uuid AND r.status = 'queued'
                 AND (SELECT count(*) FROM runs x WHERE x.team_id = $3::uuid AND x.status = 'running') < $4::integer
@@ -51,7 +54,7 @@ RETURNING ${RUN_COLUMNS}`;
  * keep counting (they are still running) until they are taken back or given up.
  */
 export async function claimQueued(db: Db, owner: string, leaseSeconds: number, limits: TeamConcurrency): Promise<RunRow | null> {
-  const { rows: teams } = await db.pool.query<{ team_id: string; cap: number }>(FAIR_ORDER_FOR_PLAN, [limits.free, limits.plus, limits.pro, limits.team, CANDIDATES]);
+  const { rows: teams } = await db.pool.query<{ team_id: string; cap: number }>(FAIR_ORDER, [limits.free, limits.plus, limits.pro, limits.team, CANDIDATES]);
   for (const { team_id: teamId, cap } of teams) {
     const run = await db.tx(async (tx) => {
       const { rows: lock } = await tx.query<{ got: boolean }>('SELECT pg_try_advisory_xact_lock($1::integer, hashtext($2::text)) AS got', [TEAM_CLAIM_LOCK, teamId]);
@@ -67,8 +70,7 @@ export async function claimQueued(db: Db, owner: string, leaseSeconds: number, l
 /** Takes back a run whose worker's lease lapsed (it already counts as running for its team). */
 export async function claimLapsed(db: Db, owner: string, leaseSeconds: number): Promise<RunRow | null> {
   const { rows } = await db.pool.query<RunRow>(
-    `UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), lease_owner = $1::text,
-            lease_expires_at = now() + make_interval(secs => $2::integer), attempts = attempts + 1, progress = 0
+    `${LEASE}
       WHERE id = (SELECT id FROM runs WHERE status = 'running' AND lease_expires_at < now() AND attempts < max_attempts
                    ORDER BY lease_expires_at LIMIT 1 FOR UPDATE SKIP LOCKED)
       RETURNING ${RUN_COLUMNS}`,

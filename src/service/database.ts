@@ -32,24 +32,27 @@ export interface OpenedDatabase {
   close(): Promise<void>;
 }
 
+type OpenOptions = { poolSize?: number; applicationName?: string };
+
 /**
- * DATABASE_URL when set, else the embedded server under the data directory (started, or
- * attached to when another toolrun process runs it; the last process to close stops it).
- * Migrations are applied either way.
+ * DATABASE_URL when set, else the embedded server under the data directory (started, or attached
+ * to when another toolrun process runs it; the last process to close stops it), then `prepare`
+ * on it (migrations, or a schema check); a failed `prepare` stops what was started.
  */
-export async function openDatabase(
+async function open(
   config: Config,
   logger: Logger,
-  opts: { poolSize?: number; applicationName?: string } = {},
+  opts: OpenOptions & { mustExist?: boolean },
+  prepare: (connectionString: string) => Promise<void>,
 ): Promise<OpenedDatabase> {
   let embedded: EmbeddedPostgres | null = null;
   let connectionString = config.databaseUrl;
   if (!connectionString) {
-    embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, logger });
+    embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, logger, mustExist: opts.mustExist });
     connectionString = embedded.connectionString;
   }
   try {
-    await migrateInTurn(connectionString, logger);
+    await prepare(connectionString);
   } catch (err) {
     await embedded?.stop();
     throw err;
@@ -71,6 +74,11 @@ export async function openDatabase(
   };
 }
 
+/** The database (see `open`), with migrations applied. */
+export function openDatabase(config: Config, logger: Logger, opts: OpenOptions = {}): Promise<OpenedDatabase> {
+  return open(config, logger, opts, (url) => migrateInTurn(url, logger));
+}
+
 /** The database the configuration points at, in words for an operator (no password). */
 export function describeDatabase(config: Config): string {
   if (!config.databaseUrl) return `the embedded PostgreSQL in ${config.dataDir} (TOOLRUN_DATA_DIR)`;
@@ -89,37 +97,14 @@ export function describeDatabase(config: Config): string {
  * directory without a database, or a server whose database holds no Toolrun schema (or another
  * version's), is refused with NoDatabaseError and left untouched; nothing is migrated.
  */
-export async function openExistingDatabase(
-  config: Config,
-  logger: Logger,
-  opts: { poolSize?: number; applicationName?: string } = {},
-): Promise<OpenedDatabase> {
+export function openExistingDatabase(config: Config, logger: Logger, opts: OpenOptions = {}): Promise<OpenedDatabase> {
   const where = describeDatabase(config);
-  let embedded: EmbeddedPostgres | null = null;
-  let connectionString = config.databaseUrl;
-  if (!connectionString) {
-    embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, logger, mustExist: true });
-    connectionString = embedded.connectionString;
-  }
-  try {
-    const state = await schemaState(connectionString, opts.applicationName);
+  return open(config, logger, { ...opts, mustExist: true }, async (url) => {
+    const state = await schemaState(url, opts.applicationName);
     if (state === 'none') {
       throw new NoDatabaseError(`${where} holds no Toolrun database: point it at the one the service uses, or run \`toolrun migrate\` to make one there`);
     }
     if (state === 'behind') throw new NoDatabaseError(`${where} needs migrations this version brings: run \`toolrun migrate\` first`);
     if (state === 'other') throw new NoDatabaseError(`${where} was migrated by another version of Toolrun: use that version's toolrun`);
-  } catch (err) {
-    await embedded?.stop();
-    throw err;
-  }
-  const db = createDb({ connectionString, logger, max: opts.poolSize ?? 10, ...(opts.applicationName ? { applicationName: opts.applicationName } : {}) });
-  return {
-    db,
-    connectionString,
-    embedded,
-    async close() {
-      await db.close().catch(() => undefined);
-      await embedded?.stop();
-    },
-  };
+  });
 }
