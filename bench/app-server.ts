@@ -15,7 +15,7 @@
 import net from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../src/config/config.js';
-import { buildApp } from '../src/http/app.js';
+import { buildApp } from '../src/service/app.js';
 import { createLogger } from '../src/logger.js';
 import { resolveMediaBinaries } from '../src/media/binaries.js';
 import { RunWorker } from '../src/runs/worker.js';

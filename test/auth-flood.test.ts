@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { clientGroup } from '../src/auth/client-address.js';
 import { generateKey } from '../src/auth/keys.js';
 import { UnrecognisedKeyGate } from '../src/auth/unrecognised-keys.js';
-import type { ErrorBody } from '../src/http/errors.js';
+import type { ErrorBody } from '../src/core/errors.js';
 import { assertError, type AnsweredRequest } from './helpers/error-envelope.js';
 import { bearer, makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { createTestApp } from './helpers/app.js';

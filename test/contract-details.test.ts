@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import type { ErrorBody, Loc } from '../src/http/errors.js';
+import type { ErrorBody, Loc } from '../src/core/errors.js';
 import { builtinTools, estimateHint } from '../src/tools/registry.js';
 import { assertError } from './helpers/error-envelope.js';
 import { bearer, makeTeam, type TeamFixture } from './helpers/fixtures.js';

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { loadConfig } from '../src/config/config.js';
-import { ERROR_STATUS } from '../src/http/errors.js';
+import { ERROR_STATUS } from '../src/core/errors.js';
 import { createToolRegistry } from '../src/tools/registry.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import { cleanupDataDir, cliEnv, makeDataDir, ROOT, waitFor } from './helpers/process.js';

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { ErrorBody } from '../src/http/errors.js';
+import type { ErrorBody } from '../src/core/errors.js';
 import { callApi, makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { md5Etag, putPart, uploadAll, type PartRef, type Upload } from './helpers/uploads.js';

@@ -10,7 +10,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { completeUpload } from '../src/files/service.js';
-import { ApiError, envelope, type ErrorBody } from '../src/http/errors.js';
+import { ApiError, envelope, type ErrorBody } from '../src/core/errors.js';
 import { resolveMediaBinaries } from '../src/media/binaries.js';
 import { LocalStorage } from '../src/storage/local.js';
 import type { StoredPart } from '../src/storage/storage.js';

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import zlib from 'node:zlib';
-import type { ErrorBody } from '../src/http/errors.js';
+import type { ErrorBody } from '../src/core/errors.js';
 import { bearer, callApi, makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { RawConnection, type RawResponse } from './helpers/raw-http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config/config.js';
-import type { ErrorBody } from '../src/http/errors.js';
+import type { ErrorBody } from '../src/core/errors.js';
 import { callApi, makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { drip, pause, RawConnection, type RawResponse } from './helpers/raw-http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';

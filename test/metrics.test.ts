@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, loadConfig, type Config } from '../src/config/config.js';
 import { createDb, type Db } from '../src/db/pool.js';
-import { buildApp } from '../src/http/app.js';
+import { buildApp } from '../src/service/app.js';
 import { resolveMediaBinaries } from '../src/media/binaries.js';
 import { Metrics } from '../src/metrics/metrics.js';
 import { metricsTokenMatches } from '../src/metrics/routes.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createApiKey } from '../src/auth/key-admin.js';
-import type { ErrorBody } from '../src/http/errors.js';
+import type { ErrorBody } from '../src/core/errors.js';
 import { ledgerDrift } from '../src/sparks/ledger.js';
 import { assertError } from './helpers/error-envelope.js';
 import { makeTeam, type TeamFixture } from './helpers/fixtures.js';

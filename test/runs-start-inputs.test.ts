@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import type { Loc } from '../src/http/errors.js';
+import type { Loc } from '../src/core/errors.js';
 import { assertError } from './helpers/error-envelope.js';
 import { makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { makeMp4, makePng } from './helpers/media.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import sharp, { type Metadata } from 'sharp';
-import type { Loc } from '../src/http/errors.js';
+import type { Loc } from '../src/core/errors.js';
 import type { RunWorker } from '../src/runs/worker.js';
 import { imageColorGrade } from '../src/tools/catalog/image-color-grade.js';
 import { imageUpscale } from '../src/tools/catalog/image-upscale.js';

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 import { clientGroup } from './client-address.js';
 import { parseAuthorization, sameHash } from './keys.js';
 import type { KeyUsage } from './key-usage.js';

@@ -1,9 +1,10 @@
 import type { Queryable } from '../db/pool.js';
+import type { Plan, Role } from '../teams/repository.js';
 
 export type Scope = 'read' | 'run' | 'webhooks';
 export const SCOPES: Scope[] = ['read', 'run', 'webhooks'];
-export type Role = 'owner' | 'admin' | 'member';
-export type Plan = 'free' | 'plus' | 'pro' | 'team';
+// Teams own plans and roles; re-exported because keys carry them.
+export type { Plan, Role };
 
 export interface KeyContext {
   keyId: string;

@@ -1,4 +1,4 @@
-import { ApiError, invalidRequest, type ErrorCode, type Loc } from '../http/errors.js';
+import { ApiError, invalidRequest, type ErrorCode, type Loc } from '../core/errors.js';
 import { AdminError, type AdminReason } from '../teams/repository.js';
 
 /** The console's wording for each refusal of the shared rules (the CLI prints the operator's). */

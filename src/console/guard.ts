@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 import type { Actor } from '../webhooks/service.js';
 import { clearedSessionCookie, readCookie, SESSION_COOKIE } from './cookies.js';
 import { findSession, type SessionMember } from './sessions.js';

@@ -1,6 +1,6 @@
 import type { Role } from '../auth/repository.js';
 import type { Db, Queryable } from '../db/pool.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 import { addMember, AdminError, getMember, removeMember, updateMember, type Member } from '../teams/repository.js';
 import type { ConsoleSession } from './guard.js';
 import { createInvite, type Invite } from './invites.js';

@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { StorageConfig } from '../config/config.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 import { ASSET_PREFIX, bundleInMemory, prebuiltDir, readBundle, sourceEntry, type Asset, type ConsoleAssets } from './bundle.js';
 
 export const CONSOLE_PREFIX = '/console';

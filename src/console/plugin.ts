@@ -5,7 +5,7 @@ import type { Db } from '../db/pool.js';
 import type { MediaBinaries } from '../media/binaries.js';
 import type { Storage } from '../storage/storage.js';
 import type { ToolRegistry } from '../tools/registry.js';
-import { anyRequestErrorResponses } from '../http/schemas.js';
+import { anyRequestErrorResponses } from '../core/schemas.js';
 import { consoleGuard } from './guard.js';
 import { buildConsoleDocument, documentedRoute, type DocumentedRoute } from './openapi.js';
 import { DummyHash } from './passwords.js';

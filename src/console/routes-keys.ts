@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { createApiKey, DEFAULT_RATE, DEFAULT_SCOPES, listApiKeys, MAX_ACTIVE_KEYS_PER_TEAM, revokeApiKey, type ApiKeyListItem } from '../auth/key-admin.js';
 import type { Scope } from '../auth/repository.js';
-import { invalidRequest, type ErrorCode } from '../http/errors.js';
-import { errorResponses } from '../http/schemas.js';
+import { invalidRequest, type ErrorCode } from '../core/errors.js';
+import { errorResponses } from '../core/schemas.js';
 import { asApiErrors } from './errors.js';
 import { canManage, requireManager, requireSession } from './guard.js';
 import type { ConsoleDeps } from './plugin.js';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { ErrorCode } from '../http/errors.js';
-import { errorResponses } from '../http/schemas.js';
+import type { ErrorCode } from '../core/errors.js';
+import { errorResponses } from '../core/schemas.js';
 import { asApiErrors } from './errors.js';
 import { canManage, requireSession } from './guard.js';
 import { changeRole, inviteMember, inviteNewMember, listMembers, removeTeamMember } from './members.js';

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { ApiError, type ErrorCode } from '../http/errors.js';
-import { errorResponses } from '../http/schemas.js';
+import { ApiError, type ErrorCode } from '../core/errors.js';
+import { errorResponses } from '../core/schemas.js';
 import { CompleteBodySchema, FileIdParamsSchema, UploadUrlBodySchema } from '../files/schemas.js';
 import { completeUpload, startUpload } from '../files/service.js';
 import { runRequest, toolFirst, TOOL_ERRORS } from '../runs/routes.js';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { ApiError, invalidRequest, type ErrorCode } from '../http/errors.js';
-import { errorResponses } from '../http/schemas.js';
+import { ApiError, invalidRequest, type ErrorCode } from '../core/errors.js';
+import { errorResponses } from '../core/schemas.js';
 import { getTeamFiles } from '../files/repository.js';
 import { availableOutputs, getOutputs, type RunRow } from '../runs/repository.js';
 import { ALL_RUNS, cancelTeamRun, outputUrl, runNotFound } from '../runs/service.js';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
-import { ApiError, type ErrorCode } from '../http/errors.js';
-import { errorResponses } from '../http/schemas.js';
+import { ApiError, type ErrorCode } from '../core/errors.js';
+import { errorResponses } from '../core/schemas.js';
 import { runsThisHour } from '../runs/repository.js';
 import { mustGetTeam } from '../teams/repository.js';
 import { clearedSessionCookie, readCookie, SESSION_COOKIE, sessionCookie } from './cookies.js';

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { errorResponses } from '../http/schemas.js';
+import { errorResponses } from '../core/schemas.js';
 import { requireSession } from './guard.js';
 import type { ConsoleDeps } from './plugin.js';
 import { sparksAvailable, teamLedger, usageByDay, usageByTool } from './runs-view.js';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { ApiError, type ErrorCode } from '../http/errors.js';
-import { errorResponses } from '../http/schemas.js';
+import { ApiError, type ErrorCode } from '../core/errors.js';
+import { errorResponses } from '../core/schemas.js';
 import { listDeliveries, redeliverDelivery } from '../webhooks/admin.js';
 import { endpointResource, getEndpoint, listEndpoints } from '../webhooks/repository.js';
 import { CreateEndpointBodySchema, UpdateEndpointBodySchema } from '../webhooks/schemas.js';

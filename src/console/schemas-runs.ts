@@ -1,7 +1,7 @@
 // Schemas of the console's runs, playground and usage routes (issue 15): one schema per answer,
 // driving validation, serialization and the console's OpenAPI document.
 import { Type, type Static } from 'typebox';
-import { PathUuid } from '../http/schemas.js';
+import { PathUuid } from '../core/schemas.js';
 import { RUN_STATUSES } from '../runs/repository.js';
 
 const Uuid = Type.String({ format: 'uuid' });

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { DEFAULT_RATE, RATE_CHOICES } from '../auth/key-admin.js';
 import { SCOPES } from '../auth/repository.js';
-import { PathUuid } from '../http/schemas.js';
+import { PathUuid } from '../core/schemas.js';
 import { EMAIL_PATTERN, MAX_EMAIL_LENGTH, ROLES } from '../teams/repository.js';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './passwords.js';
 

@@ -1,5 +1,5 @@
 import type { Db } from '../db/pool.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 import { DummyHash, verifyPassword } from './passwords.js';
 import { createSession, deleteEndedSessions, findSession, type SessionMember } from './sessions.js';
 import { bucketsFor, deleteOldAttempts, giveBackAttempt, takeAttempt } from './throttle.js';

@@ -1,5 +1,5 @@
 import type { KeyContext } from '../auth/repository.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 import type { StreamHub } from './hub.js';
 
 /** Seconds a client refused a stream is told to wait: streams end as runs finish, so places free up soon. */

@@ -1,6 +1,6 @@
 // The process's open event streams (GET /v1/runs/{id}/events and GET /v1/events): how many there
 // are (bounded per key and per process), and who to wake when PostgreSQL says something changed.
-// Notifications arrive on the app's LISTEN connection (src/http/app.ts), from any process on any
+// Notifications arrive on the app's LISTEN connection (src/service/app.ts), from any process on any
 // machine; a stream woken reads what is new itself, so a wake carries nothing but "look again".
 
 /** Channels the triggers of migration 0015 notify: a run's status or progress changed (payload: run id); a team has a new event (payload: team id). */

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireAuth } from '../auth/plugin.js';
-import { AUTH_ERRORS, errorResponses } from '../http/schemas.js';
+import { AUTH_ERRORS, errorResponses } from '../core/schemas.js';
 import { CompleteBodySchema, FileIdParamsSchema, FileSchema, FileUploadSchema, UploadUrlBodySchema } from './schemas.js';
 import { completeUpload, startUpload, type FilesDeps } from './service.js';
 

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { PathUuid } from '../http/schemas.js';
+import { PathUuid } from '../core/schemas.js';
 
 /** Ids the examples of the OpenAPI document use. */
 const EXAMPLE_FILE_ID = '0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
-import { ApiError, invalidRequest, type FieldError } from '../http/errors.js';
-import { atItem, count } from '../http/wording.js';
+import { ApiError, invalidRequest, type FieldError } from '../core/errors.js';
+import { atItem, count } from '../core/wording.js';
 import type { MediaBinaries } from '../media/binaries.js';
 import { LockTimeoutError, normalizeEtag, PartChangedError, partInProgress, type Storage, type StoredPart } from '../storage/storage.js';
 import { insertFile, lockTeamFile, markExpired, recordProbe, type FileRow } from './repository.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { ApiError, envelope } from './errors.js';
+import { ApiError, envelope } from '../core/errors.js';
 
 /**
  * Graceful close, in the error envelope. Once app.close() begins, a request that still arrives on

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyPluginAsync } from 'fastify';
-import { ApiError } from './errors.js';
+import { ApiError } from '../core/errors.js';
 
 export const DOCS_PREFIX = '/docs';
 

@@ -4,7 +4,7 @@ import { Socket } from 'node:net';
 import { PassThrough, type Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { HttpTimeoutsConfig } from '../config/config.js';
-import { ApiError, envelope, invalidRequest } from './errors.js';
+import { ApiError, envelope, invalidRequest } from '../core/errors.js';
 
 /**
  * Bounds on slow and oversized clients, applied to the one HTTP server of the app:

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { invalidRequest, type FieldError, type Loc } from './errors.js';
-import { endAtFields, fieldErrors } from './validation.js';
+import { invalidRequest, type FieldError, type Loc } from '../core/errors.js';
+import { endAtFields, fieldErrors } from '../core/validation.js';
 
 /**
  * Text the service can neither store nor pass on: NUL (PostgreSQL's text and jsonb refuse U+0000)

@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Db } from '../db/pool.js';
-import { ApiError } from './errors.js';
-import { anyRequestErrorResponses, errorResponses } from './schemas.js';
+import { ApiError } from '../core/errors.js';
+import { anyRequestErrorResponses, errorResponses } from '../core/schemas.js';
 
 const health = (description: string) =>
   Type.Object({ status: Type.String() }, { additionalProperties: false, description, examples: [{ status: 'ok' }] });

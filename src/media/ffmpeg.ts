@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import fs from 'node:fs/promises';
-import { ToolError } from '../tools/manifest.js';
+import { ToolError } from '../core/errors.js';
 import type { MediaBinaries } from './binaries.js';
 import { LENGTH_TOLERANCE_SECONDS, measureLength } from './measure.js';
 import { MAX_VIDEO_PIXELS } from './limits.js';

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { ErrorBody } from '../http/errors.js';
+import type { ErrorBody } from '../core/errors.js';
 import type { Metrics } from './metrics.js';
 
 export const METRICS_PATH = '/metrics';

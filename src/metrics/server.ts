@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { ErrorBody } from '../http/errors.js';
+import type { ErrorBody } from '../core/errors.js';
 import type { Metrics } from './metrics.js';
 import { METRICS_PATH, metricsRoutes } from './routes.js';
 

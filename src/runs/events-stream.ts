@@ -9,7 +9,7 @@ import type { Queryable } from '../db/pool.js';
 import type { StreamHub } from '../events/hub.js';
 import { openSse, sseResponse, wakeLoop } from '../events/sse.js';
 import { streamsExhausted } from '../events/bounds.js';
-import { AUTH_ERRORS, errorResponses } from '../http/schemas.js';
+import { AUTH_ERRORS, errorResponses } from '../core/schemas.js';
 import { FINAL_STATUSES, getOutputs, RUN_COLUMNS, runResource, type RunRow } from './repository.js';
 import { RunIdParamsSchema } from './schemas.js';
 import { runNotFound, API_RUNS, type RunsDeps } from './service.js';

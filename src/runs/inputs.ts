@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { getTeamFiles, type FileRow } from '../files/repository.js';
-import type { FieldError } from '../http/errors.js';
-import { atItem, count } from '../http/wording.js';
+import type { FieldError } from '../core/errors.js';
+import { atItem, count } from '../core/wording.js';
 import { MEDIA_KINDS, type MediaInfo, type PricingInput, type ToolManifest, type ToolSlot } from '../tools/manifest.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

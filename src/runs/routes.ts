@@ -4,8 +4,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { FINAL_STATUSES, type RunStatus } from './repository.js';
 import { preferredWait, type RunWaiters } from './waiters.js';
 import { requireAuth } from '../auth/plugin.js';
-import { AUTH_ERRORS, errorResponses, numericLimit } from '../http/schemas.js';
-import { fieldErrors } from '../http/validation.js';
+import { AUTH_ERRORS, errorResponses, numericLimit } from '../core/schemas.js';
+import { fieldErrors } from '../core/validation.js';
 import {
   EstimateSchema,
   OutputParamsSchema,

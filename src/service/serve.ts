@@ -2,7 +2,7 @@ import net from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import { buildApp } from '../http/app.js';
+import { buildApp } from './app.js';
 import { resolveMediaBinaries } from '../media/binaries.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { createStorage } from '../storage/create.js';

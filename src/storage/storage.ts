@@ -1,4 +1,4 @@
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 
 /** One stored part of a multipart upload. `etag` is the quoted hex MD5, as S3 gives it. */
 export interface StoredPart {

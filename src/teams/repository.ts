@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../db/pool.js';
-import type { Plan, Role } from '../auth/repository.js';
+
+export type Role = 'owner' | 'admin' | 'member';
+export type Plan = 'free' | 'plus' | 'pro' | 'team';
 
 export const PLANS: Plan[] = ['free', 'plus', 'pro', 'team'];
 export const ROLES: Role[] = ['owner', 'admin', 'member'];

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Plan } from '../auth/repository.js';
 import type { Queryable } from '../db/pool.js';
-import type { FieldError } from '../http/errors.js';
+import type { FieldError } from '../core/errors.js';
 import type { MediaBinaries } from '../media/binaries.js';
 
 export type SlotKind = 'image' | 'video' | 'audio' | 'text' | 'element' | 'enum' | 'number' | 'bool';
@@ -120,13 +120,8 @@ export interface EncodedImage {
 
 export type ToolRunner = (ctx: RunContext) => Promise<ToolOutput[]>;
 
-/** A failure whose message is fit for the run's `error` field (no stack, no internals). */
-export class ToolError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ToolError';
-  }
-}
+// Defined on the ground floor so media (ffmpeg) can raise it without importing tools.
+export { ToolError } from '../core/errors.js';
 
 export function image(width: number, height: number): MediaInfo {
   return { kind: 'image', width, height, durationSeconds: null };

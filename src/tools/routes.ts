@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireAuth } from '../auth/plugin.js';
-import { AUTH_ERRORS, errorResponses } from '../http/schemas.js';
+import { AUTH_ERRORS, errorResponses } from '../core/schemas.js';
 import type { ToolManifest } from './manifest.js';
 import { estimateHint, type ToolRegistry } from './registry.js';
 

@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireAuth } from '../auth/plugin.js';
-import { AUTH_ERRORS, errorResponses, numericLimit } from '../http/schemas.js';
-import type { ErrorCode } from '../http/errors.js';
+import { AUTH_ERRORS, errorResponses, numericLimit } from '../core/schemas.js';
+import type { ErrorCode } from '../core/errors.js';
 import {
   CreatedWebhookEndpointSchema,
   DeliveryListQuerySchema,

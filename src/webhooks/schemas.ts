@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { PathUuid } from '../http/schemas.js';
+import { PathUuid } from '../core/schemas.js';
 
 export const RUN_EVENT_TYPES = ['run.succeeded', 'run.failed', 'run.canceled'] as const;
 export type RunEventType = (typeof RUN_EVENT_TYPES)[number];

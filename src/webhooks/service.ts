@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Role } from '../auth/repository.js';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
-import { ApiError, invalidRequest, type FieldError } from '../http/errors.js';
+import { ApiError, invalidRequest, type FieldError } from '../core/errors.js';
 import { logRefusal, OutboundError, parseOutboundUrl, vetHost } from '../net/outbound.js';
 import {
   deleteEndpoint,

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { loadConfig, type Config } from '../../src/config/config.js';
-import { buildApp } from '../../src/http/app.js';
+import { buildApp } from '../../src/service/app.js';
 import { resolveMediaBinaries } from '../../src/media/binaries.js';
 import { createStorage } from '../../src/storage/create.js';
 import type { Storage } from '../../src/storage/storage.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { LightMyRequestResponse } from 'fastify';
-import type { ErrorBody } from '../../src/http/errors.js';
+import type { ErrorBody } from '../../src/core/errors.js';
 
 /** What assertError reads: an injected response, or one read off a socket (helpers/socket-request). */
 export type AnsweredRequest = Pick<LightMyRequestResponse, 'statusCode' | 'body'> & { headers: OutgoingHttpHeaders; json<T>(): T };

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import type { Queryable } from '../../src/db/pool.js';
-import type { Loc } from '../../src/http/errors.js';
+import type { Loc } from '../../src/core/errors.js';
 import { assertError } from './error-envelope.js';
 import { bearer } from './fixtures.js';
 import type { TestServer } from './server.js';

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { loadConfig } from '../../../src/config/config.ts';
 import { createDb } from '../../../src/db/pool.ts';
-import { buildApp } from '../../../src/http/app.ts';
+import { buildApp } from '../../../src/service/app.ts';
 import { buildOpenApiDocument } from '../../../src/http/openapi.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { resolveMediaBinaries } from '../../../src/media/binaries.ts';

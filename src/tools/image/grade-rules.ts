@@ -1,4 +1,4 @@
-import type { FieldError } from '../../http/errors.js';
+import type { FieldError } from '../../core/errors.js';
 import type { MediaInfo } from '../manifest.js';
 
 /**

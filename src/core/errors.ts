@@ -105,3 +105,11 @@ export function envelope(err: ApiError, requestId: string): ErrorBody {
     },
   };
 }
+
+/** A failure whose message is fit for the run's `error` field (no stack, no internals). */
+export class ToolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ToolError';
+  }
+}
