@@ -21,9 +21,13 @@
  * rounds alternate which goes first; each waits for the previous run's output check; medians.
  * The engine's output steps (probe, sha256, move into storage) are also timed alone on the output.
  *
+ * Fairness (issue 20, bench/lib/fairness.ts): team B's enqueue-to-start while team A's backlog of
+ * 1,000 runs drains, against B's on an idle system (one worker process, A limited below its slots).
+ *
  * Environment: DATABASE_URL (else an embedded PostgreSQL), BENCH_PACED_RUNS (150), BENCH_PACE_MS
  * (40), BENCH_BURST_RUNS (300), BENCH_CLIENTS (8), BENCH_REAL_SECONDS (2), BENCH_REAL_ROUNDS (3),
- * BENCH_LOG_LEVEL (warn), BENCH_MAX_MINUTES (10); TOOLRUN_WORKER_CONCURRENCY passes through.
+ * BENCH_LOG_LEVEL (warn), BENCH_MAX_MINUTES (10), the BENCH_FAIR_* and BENCH_BUSY_MS of fairness.ts;
+ * TOOLRUN_WORKER_CONCURRENCY passes through (not to the fairness worker, which sets its own).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -36,12 +40,15 @@ import { Api, outputsChecked, pgBaselines, prepareTeam, RunNotifier, runTimes, w
 import { cpuWithChildren, descendantsCpuSeconds, startAppChild, type AppChild } from './lib/app-children.js';
 import { benchRegistry, NOOP_TOOL, runDirect } from './lib/bench-tools.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
+import { fairSettings, measureFairness } from './lib/fairness.js';
 import { makeImage, UPSCALE_MAX_MP } from './lib/media-gen.js';
 import { compactSamples, envInt, envNum, errorText, figure, finish, fmt, loadNote, machine, median, pct, percentile, sleep, table, watchdog, type BenchResult } from './lib/report.js';
 import { inFlight, procCpuSeconds } from './lib/upload-io.js';
 
 const P50_TARGET_MS = 20;
 const OVERHEAD_TARGET = 0.1;
+const FAIR_TARGET = 2;
+const fair = fairSettings();
 const settings = {
   pacedRuns: envInt('BENCH_PACED_RUNS', 150, 1),
   paceMs: envInt('BENCH_PACE_MS', 40),
@@ -186,7 +193,7 @@ async function main(): Promise<void> {
     const loadBefore = loadNote();
     process.stdout.write(`setting up (${loadBefore.text})...\n`);
     database = await setupBenchDatabase(logger);
-    await prepareTeam(database.url, database.keyId, logger);
+    const teamA = await prepareTeam(database.url, database.keyId, logger);
     pool = new pg.Pool({ connectionString: database.url, max: 4 });
     const env: NodeJS.ProcessEnv = {
       ...process.env,
@@ -196,6 +203,7 @@ async function main(): Promise<void> {
       TOOLRUN_ENV: 'development',
       TOOLRUN_DEMO_SEED: '0',
       TOOLRUN_DATA_DIR: path.join(dir, 'data'),
+      BENCH_BUSY_MS: String(fair.busyMs),
     };
     const apiChild = await startAppChild('api', { ...env, BENCH_WORKERS: 'none' });
     children.push(apiChild);
@@ -218,6 +226,14 @@ async function main(): Promise<void> {
       }));
     }
     for (const w of workers) await w.stop();
+    const fairWorker = await startAppChild('worker', { ...env, BENCH_WORKERS: 'none', TOOLRUN_WORKER_CONCURRENCY: String(fair.slots) });
+    children.push(fairWorker);
+    const fairness = await measureFairness({
+      url: database.url, apiUrl: apiChild.url, aKey: database.key, aTeamId: teamA, worker: fairWorker, pool, logger,
+      settings: fair, clients: settings.clients, timeoutMs: settings.timeoutMs,
+    });
+    await fairWorker.stop();
+    if (fairness.aQueuedAtEnd === 0) throw new Error(`team A's backlog was gone before B's last run started: raise BENCH_FAIR_BACKLOG or BENCH_BUSY_MS`);
     process.stdout.write('  real tool: image_upscale, direct vs API...\n');
     await apiChild.setWorkers('all');
     notifier = new RunNotifier(database.url);
@@ -267,6 +283,16 @@ async function main(): Promise<void> {
       `engine steps alone on the same job's output: check (the encoder's report against the file's header) ${fmt(real.steps.probeMs, 0)} ms, sha256 ${fmt(real.steps.sha256Ms, 0)} ms, ` +
         `move into storage ${fmt(real.steps.moveMs, 0)} ms = ${pct((real.steps.probeMs + real.steps.sha256Ms + real.steps.moveMs) / m.direct)} of direct`,
       `CPU s: the API process (with its ffmpeg/ffprobe children) from POST to the final commit; this process for direct`,
+      '',
+      `Fairness: ${fair.slots} worker slots, team A limited to ${fair.aLimit} running, ${fair.backlog} ${'bench_busy'} runs of ${fair.busyMs} ms; B ${fair.bRuns} runs every ${fair.bPaceMs} ms`,
+      table(
+        ['team B', 'e2s p50 ms', 'e2s p99 ms'],
+        [
+          ['idle system (baseline)', fmt(fairness.idle.p50, 2), fmt(fairness.idle.p99, 2)],
+          [`while A's backlog drains`, fmt(fairness.busy.p50, 2), fmt(fairness.busy.p99, 2)],
+        ],
+      ),
+      `A: ${fairness.aQueuedAtEnd} runs still queued when B's last run started; at most ${fairness.aPeakRunning} running at once; drained in ${fmt(fairness.aDrainS, 1)} s`,
       `load: before ${loadBefore.text}; after ${loadAfter.text}`,
       '',
     ];
@@ -293,6 +319,10 @@ async function main(): Promise<void> {
         figure({ name: 'engine_overhead', figure: `image_upscale ${real.image} through the API (created_at -> finished_at)`, unit: 'ms', value: m.created,
           baseline: { label: 'the runner called directly', value: m.direct }, target: { on: 'ratio', op: '<', limit: 1 + OVERHEAD_TARGET },
           note: `overhead ${pct(overhead)}` }),
+        figure({ name: 'fair_b_e2s_p50', figure: `team B's enqueue-to-start p50 while team A's backlog of ${fair.backlog} drains`, unit: 'ms',
+          value: fairness.busy.p50, baseline: { label: "team B's on an idle system", value: fairness.idle.p50 },
+          target: { on: 'ratio', op: '<=', limit: FAIR_TARGET },
+          note: `A limited to ${fair.aLimit} of ${fair.slots} slots; ${fairness.aQueuedAtEnd} of A's runs still queued at B's last start; A's peak running ${fairness.aPeakRunning}` }),
         figure({ name: 'engine_overhead_client', figure: 'diag: the same seen by the client (before POST -> NOTIFY of the final commit)', unit: 'ms', value: m.client,
           baseline: { label: 'the runner called directly', value: m.direct } }),
       ],
@@ -304,6 +334,15 @@ async function main(): Promise<void> {
           series: [
             ...queue.map((q) => ({ label: q.label, role: 'measured' as const, samples: compactSamples(q.pacedE2sMs) })),
             { label: 'NOTIFY round trip (pg_notify -> LISTENing client)', role: 'baseline', samples: compactSamples(notify) },
+          ],
+        },
+        {
+          id: 'fairness',
+          title: `Team B's enqueue-to-start, idle vs while team A's backlog of ${fair.backlog} drains`,
+          unit: 'ms',
+          series: [
+            { label: "while A's backlog drains", role: 'measured', samples: compactSamples(fairness.busy.samples) },
+            { label: 'idle system', role: 'baseline', samples: compactSamples(fairness.idle.samples) },
           ],
         },
         {
@@ -329,6 +368,8 @@ async function main(): Promise<void> {
         notify_round_trip_ms: { p50: notifyP50, p99: percentile(notify, 99) },
         commit_ms: { p50: percentile(commit, 50), p99: percentile(commit, 99) },
         queue: queue.map(({ pacedE2sMs: _s, ...q }) => q),
+        fairness: { settings: fair, idle: { p50: fairness.idle.p50, p99: fairness.idle.p99 }, busy: { p50: fairness.busy.p50, p99: fairness.busy.p99 },
+          a_queued_at_end: fairness.aQueuedAtEnd, a_peak_running: fairness.aPeakRunning, a_drain_s: fairness.aDrainS },
         real_tool: { tool: 'image_upscale', ...real, overhead: { created_to_finished: overhead, client: overheadClient, target: OVERHEAD_TARGET } },
       },
     };

@@ -37,8 +37,27 @@ export const benchNoop: ToolManifest = {
   run: async () => [],
 };
 
+export const BUSY_TOOL = 'bench_busy';
+
+/**
+ * Holds a worker slot for `ms` and succeeds with no outputs: a run that takes time without using
+ * the CPU, so a backlog of them lasts while the fairness figure is measured (bench/lib/fairness.ts).
+ */
+function benchBusy(ms: number): ToolManifest {
+  return {
+    ...benchNoop,
+    id: BUSY_TOOL,
+    name: 'Bench busy',
+    description: `Holds a worker slot for ${ms} ms and succeeds with no outputs (benchmarks only).`,
+    productId: BUSY_TOOL,
+    run: () => new Promise<ToolOutput[]>((resolve) => setTimeout(() => resolve([]), ms)),
+  };
+}
+
+/** BENCH_BUSY_MS (read when the registry is made, in whichever process makes it) sets bench_busy's length. */
 export function benchRegistry(): ToolRegistry {
-  return createToolRegistry([...builtinTools(), benchNoop]);
+  const busyMs = Number(process.env.BENCH_BUSY_MS ?? 60);
+  return createToolRegistry([...builtinTools(), benchNoop, benchBusy(Number.isFinite(busyMs) && busyMs >= 0 ? busyMs : 60)]);
 }
 
 /** One input file of a direct call: which slot it fills, where it is, what the upload probe would say. */

@@ -34,7 +34,7 @@ export const BENCHES: BenchEntry[] = [
     name: 'runs',
     title: 'run queue latency and throughput, engine overhead on a real job',
     script: 'bench/runs.ts',
-    quickEnv: { BENCH_PACED_RUNS: '50', BENCH_BURST_RUNS: '60', BENCH_REAL_ROUNDS: '1' },
+    quickEnv: { BENCH_PACED_RUNS: '50', BENCH_BURST_RUNS: '60', BENCH_REAL_ROUNDS: '1', BENCH_FAIR_BACKLOG: '300' },
   },
   {
     name: 'tools',
