@@ -8,6 +8,16 @@ export function pathOnly(url: string | undefined): string | undefined {
 }
 
 /**
+ * pino's error serializer, minus what pg hangs on its errors: `client` (the whole connection object,
+ * with its parameters and buffers) would fill a line with internals no operator can use.
+ */
+function serializeError(err: unknown): unknown {
+  const out = pino.stdSerializers.err(err as Error) as unknown as Record<string, unknown>;
+  if (out && typeof out === 'object' && 'client' in out) delete out.client;
+  return out;
+}
+
+/**
  * Structured JSON logs. Credentials never reach them: request headers are not serialised (the
  * Authorization header is redacted should a header object be logged anyway), request URLs are
  * logged without their query, and fields named like secrets are redacted wherever they appear
@@ -38,6 +48,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
         censor: '[redacted]',
       },
       serializers: {
+        err: serializeError,
         req: (req: { method?: string; url?: string; ip?: string }) => ({
           method: req.method,
           url: pathOnly(req.url),

@@ -20,18 +20,29 @@ function describeError(err: unknown): string {
 }
 
 /**
- * Stops on SIGTERM/SIGINT and exits 0 once everything has stopped; a second signal exits at once
- * (status 1), leaving running runs to be taken back when their leases lapse.
+ * One Ctrl-C can arrive twice: the terminal signals the whole foreground group, and `npm start`
+ * (npm's run-script) forwards the signal it got to its child as well. Signals this close to the
+ * first are that same keypress, not an operator insisting.
+ */
+const SAME_SIGNAL_MS = 1000;
+
+/**
+ * Stops on SIGTERM/SIGINT and exits 0 once everything has stopped; a second signal (later than
+ * SAME_SIGNAL_MS) exits at once (status 1), leaving running runs to be taken back when their
+ * leases lapse.
  */
 function onShutdown(stop: () => Promise<void>, logger: pino.Logger): void {
   let stopping = false;
+  let firstAt = 0;
   const handler = (signal: string) => {
     if (stopping) {
+      if (performance.now() - firstAt < SAME_SIGNAL_MS) return;
       logger.warn({ signal }, 'second signal: exiting now');
       logger.flush();
       process.exit(1);
     }
     stopping = true;
+    firstAt = performance.now();
     logger.info({ signal }, 'shutting down');
     stop().then(
       () => process.exit(0),

@@ -244,7 +244,10 @@ async function startLocked(dataDir: string, logger: Logger, bins: Binaries, runA
     const child = spawn(
       bins.postgres,
       ['-D', pgData, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
-      { stdio: ['ignore', 'pipe', 'pipe'], ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}) },
+      // Its own process group: a Ctrl-C in the terminal signals the whole foreground group, and
+      // PostgreSQL would shut down (ending every connection) while Toolrun still drains requests
+      // and runs on it. Toolrun stops it last, in stop() or on exit.
+      { stdio: ['ignore', 'pipe', 'pipe'], detached: true, ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}) },
     );
     child.stdout?.on('data', (c: Buffer) => logger.debug({ pg: c.toString().trim() }, 'postgres'));
     child.stderr?.on('data', (c: Buffer) => {
