@@ -589,6 +589,23 @@ describe('the embedded PostgreSQL (TOOLRUN_DATA_DIR, no DATABASE_URL)', () => {
     assert.ok(!fs.existsSync(missing), 'the admin command made the data directory');
   });
 
+  test('admin commands against a server that is not there, or a database name it lacks: exit 69, a line saying what to check', async () => {
+    const away = 'postgres://toolrun@127.0.0.1:1/toolrun';
+    const r = await runCli(['admin', 'team', 'list'], cliEnv({ DATABASE_URL: away }));
+    assert.equal(r.code, EX_UNAVAILABLE, r.stderr);
+    assert.equal(r.stdout, '');
+    assert.equal(
+      r.stderr,
+      `toolrun: database: ${away} (DATABASE_URL)\ntoolrun: cannot reach ${away} (DATABASE_URL) (connect ECONNREFUSED 127.0.0.1:1): check that PostgreSQL runs there and the address is right\n`,
+    );
+    const u = new URL(database.url);
+    u.pathname = `/toolrun_missing_${randomBytes(4).toString('hex')}`;
+    const r2 = await runCli(['admin', 'team', 'list'], cliEnv({ DATABASE_URL: u.toString() }));
+    assert.equal(r2.code, EX_UNAVAILABLE, r2.stderr);
+    assert.match(r2.stderr, /\ntoolrun: database "toolrun_missing_[0-9a-f]{8}" does not exist: point DATABASE_URL at the database the service uses\n$/);
+    assert.doesNotMatch(r2.stderr, /\n\s+at /, 'no stack trace');
+  });
+
   test('migrations started together on a new data directory initialise it once; admin commands together share one server', async () => {
     const dir = makeDataDir('cli-embedded-race');
     dataDirs.push(dir);

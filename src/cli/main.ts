@@ -2,7 +2,7 @@ import { Command, CommanderError } from 'commander';
 import pino from 'pino';
 import { ConfigError, loadConfig, type Config } from '../config/config.js';
 import { createLogger } from '../logger.js';
-import { NoDatabaseError } from '../db/errors.js';
+import { isDbUnavailable, NoDatabaseError } from '../db/errors.js';
 import { describeDatabase, openDatabase, openExistingDatabase } from '../service/database.js';
 import { AdminError } from '../teams/repository.js';
 import { adminCommand } from './admin.js';
@@ -120,6 +120,10 @@ export async function main(argv: string[]): Promise<void> {
       } catch (err) {
         // EX_UNAVAILABLE: nothing wrong with the command; there is no database to run it against.
         if (err instanceof NoDatabaseError) fail(err.message, 69);
+        const where = describeDatabase(config);
+        // 3D000: the server answers but has no database of that name.
+        if ((err as { code?: unknown }).code === '3D000') fail(`${describeError(err)}: point DATABASE_URL at the database the service uses`, 69);
+        if (isDbUnavailable(err)) fail(`cannot reach ${where} (${describeError(err)}): check that PostgreSQL runs there and the address is right`, 69);
         throw err;
       }
       try {
