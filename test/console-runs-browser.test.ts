@@ -107,6 +107,8 @@ describe('runs, playground and usage in Chromium', () => {
     const runId = await clickRun(page);
     await page.getByRole('heading', { level: 1, name: 'Upscale image' }).waitFor();
     await waitStatus(page, 'Queued');
+    // Where it stands: its team's queue, not everyone's (issue 20).
+    await page.getByText(/^Next in your team's queue: your team is running 0 of the \d+ runs it may run at once\.$/).waitFor();
     await page.getByRole('row', { name: /^Hold/ }).waitFor();
 
     await page.getByRole('button', { name: 'Cancel run' }).click();

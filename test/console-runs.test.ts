@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { RunWorker } from '../src/runs/worker.js';
-import { addMember, createTeam } from '../src/teams/repository.js';
+import { addMember, createTeam, updateTeam } from '../src/teams/repository.js';
 import { inviteAndSignIn, signedInMember, type SignedInMember } from './helpers/console.js';
 import { assertError } from './helpers/error-envelope.js';
 import { uploadReadyFile } from './helpers/faults.js';
@@ -51,6 +51,7 @@ interface RunJson {
   ledger: { id: string; kind: string; amount: number }[];
   outputs: { asset_id: string; file_name: string; size_bytes: number; width: number | null }[];
   can_cancel: boolean;
+  queue: { position: number; running: number; limit: number } | null;
 }
 interface ListJson {
   data: RunJson[];
@@ -263,6 +264,25 @@ describe('app runs: happy path', () => {
     );
     assert.deepEqual(ledger.data.map((l) => [l.kind, l.amount]), [['release', mine.cost_sparks], ['hold', -mine.cost_sparks]]);
     assert.equal(ledger.sparks_available, 1000, 'every hold released');
+  });
+
+  test("a queued run shows its place in the team's queue and the team's slots; a running or final run shows none", async () => {
+    const { team, owner } = await consoleTeam();
+    await updateTeam(db().pool, team.teamId, { maxConcurrentRuns: 1 });
+    await worker();
+    const fileId = await uploadReadyFile(s.url, team.key, await makePng(32, 32), 'a.png', 'image/png');
+    const first = await appRun(owner, fileId, 'hang');
+    await waitFor('the first run to start', async () => (await consoleGet<RunJson>(owner, `/console/api/runs/${first.id}`)).status === 'running');
+    // The team's one slot is taken: these stay queued whatever the workers do.
+    const second = await apiRun(team.key, fileId, 'hang');
+    const third = await appRun(owner, fileId, 'hang');
+    assert.deepEqual(third.queue, { position: 2, running: 1, limit: 1 }, 'as the start answered');
+    assert.deepEqual((await consoleGet<RunJson>(owner, `/console/api/runs/${second.id}`)).queue, { position: 1, running: 1, limit: 1 });
+    assert.equal((await consoleGet<RunJson>(owner, `/console/api/runs/${first.id}`)).queue, null, 'a running run');
+    for (const id of [first.id, second.id, third.id]) {
+      assert.equal((await owner.client.call('POST', `/console/api/runs/${id}/cancel`)).statusCode, 200);
+    }
+    assert.equal((await finalRun(owner, third.id)).queue, null, 'a final run');
   });
 
   test('ledger pages and filters; usage: 30 days, spent per day and per tool from charges less refunds', async () => {

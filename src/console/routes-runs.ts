@@ -94,6 +94,14 @@ export async function consoleRun(deps: ConsoleDeps, s: ConsoleSession, runId: st
     ledger: (await runLedger(db, s.teamId, runId)).map((l) => ({ id: l.id, kind: l.kind, amount: l.amount, note: l.note, created_at: l.created_at.toISOString() })),
     outputs,
     can_cancel: !isFinal(row.status) && mayCancel(s, row),
+    queue:
+      row.queue_position === null
+        ? null
+        : {
+            position: row.queue_position,
+            running: row.team_running,
+            limit: row.team_max_concurrent_runs ?? deps.config.runs.teamConcurrency[row.team_plan],
+          },
   };
 }
 

@@ -2,6 +2,7 @@
 // runs engine and the ledger write (one function per question, the team always in the WHERE).
 import type { Queryable } from '../db/pool.js';
 import type { RunSource, RunStatus } from '../runs/repository.js';
+import type { Plan } from '../teams/repository.js';
 
 export interface RunListRow {
   id: string;
@@ -63,13 +64,23 @@ export async function isTeamRun(db: Queryable, teamId: string, runId: string): P
 export interface RunDetailRow extends RunListRow {
   inputs: Record<string, unknown>;
   error: string | null;
+  /** For a queued run: its place among the team's queued runs, in the order the claim takes them (1 = next). */
+  queue_position: number | null;
+  team_running: number;
+  team_plan: Plan;
+  team_max_concurrent_runs: number | null;
 }
 
 /** One run of the team with what its page shows, read in one statement (one snapshot: status and the rest agree). */
 export async function getTeamRunDetail(db: Queryable, teamId: string, runId: string): Promise<RunDetailRow | null> {
   const { rows } = await db.query<RunDetailRow>(
-    `SELECT ${LIST_COLUMNS}, r.inputs, r.error
-       FROM runs r JOIN members m ON m.id = r.member_id LEFT JOIN api_keys k ON k.id = r.api_key_id
+    `SELECT ${LIST_COLUMNS}, r.inputs, r.error,
+            CASE WHEN r.status = 'queued' THEN
+              (SELECT count(*)::integer FROM runs q
+                WHERE q.team_id = r.team_id AND q.status = 'queued' AND (q.created_at, q.id) <= (r.created_at, r.id)) END AS queue_position,
+            (SELECT count(*)::integer FROM runs x WHERE x.team_id = r.team_id AND x.status = 'running') AS team_running,
+            t.plan AS team_plan, t.max_concurrent_runs AS team_max_concurrent_runs
+       FROM runs r JOIN members m ON m.id = r.member_id LEFT JOIN api_keys k ON k.id = r.api_key_id JOIN teams t ON t.id = r.team_id
       WHERE r.id = $1::uuid AND r.team_id = $2::uuid`,
     [runId, teamId],
   );

@@ -115,6 +115,17 @@ export const ConsoleRunSchema = Type.Object(
       ),
     ),
     can_cancel: Type.Boolean({ description: 'Not final, and started by this member or the member is an owner or admin' }),
+    queue: Type.Union([
+      Type.Object(
+        {
+          position: Type.Integer({ minimum: 1, description: "Its place among the team's queued runs, in the order workers take them (1 = next)" }),
+          running: Type.Integer({ minimum: 0, description: "The team's runs running now" }),
+          limit: Type.Integer({ minimum: 1, description: 'How many runs of the team may run at once (its own limit, or its plan\'s)' }),
+        },
+        { additionalProperties: false },
+      ),
+      Type.Null(),
+    ], { description: 'Only for a queued run: where it stands in the team queue' }),
   },
   { additionalProperties: false, description: 'A run of the team with its inputs, ledger entries and outputs' },
 );

@@ -130,6 +130,8 @@ export interface ConsoleRun extends RunItem {
   ledger: RunLedgerEntry[];
   outputs: RunOutput[];
   can_cancel: boolean;
+  /** Only while queued: its place in the team's queue and the team's slots. */
+  queue: { position: number; running: number; limit: number } | null;
 }
 
 export interface SignedUrl {

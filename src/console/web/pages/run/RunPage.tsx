@@ -5,7 +5,7 @@ import { useState } from 'preact/hooks';
 import type { ConsoleRun } from '../../api-runs.ts';
 import type { ConsoleApi } from '../../api.ts';
 import { ConfirmDialog } from '../../components/dialog.tsx';
-import { num, readable, signed, when } from '../../components/format.ts';
+import { num, plural, readable, signed, when } from '../../components/format.ts';
 import { errorText, Loading, useLoad } from '../../components/load.tsx';
 import { PageTitle } from '../../components/page.tsx';
 import { usePolling } from '../../components/poll.ts';
@@ -37,6 +37,17 @@ function Inputs(p: { run: ConsoleRun }) {
 }
 
 const LEDGER_NAMES: Record<string, string> = { hold: 'Hold', charge: 'Charge', release: 'Release', refund: 'Refund' };
+
+/** A queued run waits for a slot of its team's own (its limit), not behind other teams. */
+function QueueNote(p: { queue: NonNullable<ConsoleRun['queue']> }) {
+  const { position, running, limit } = p.queue;
+  const place = position === 1 ? 'Next in your team\'s queue' : `Number ${num(position)} in your team's queue`;
+  return (
+    <p class="small">
+      {place}: your team is running {num(running)} of the {plural(limit, 'run', 'runs')} it may run at once.
+    </p>
+  );
+}
 
 function RunLedger(p: { run: ConsoleRun }) {
   if (p.run.ledger.length === 0) return <p>No ledger entries yet.</p>;
@@ -107,6 +118,7 @@ export function RunPage(p: { api: ConsoleApi; runId: string }) {
               <dt>Status</dt>
               <dd aria-live="polite">
                 <RunStatusView run={run} label="Run progress" always />
+                {run.status === 'queued' && run.queue ? <QueueNote queue={run.queue} /> : null}
               </dd>
             </div>
             <div>
