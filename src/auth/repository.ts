@@ -117,3 +117,17 @@ export async function authenticateKey(db: Queryable, hash: Buffer, maxTake: numb
     taken: row.taken,
   };
 }
+
+/**
+ * Whether a key still allows what it was let in for: not revoked, its member not removed, the
+ * scope among its scopes and, when `roles` is given, its member in one of them.
+ */
+export async function keyStillAllows(db: Queryable, keyId: string, need: { scope: Scope; roles?: Role[] }): Promise<boolean> {
+  const { rows } = await db.query(
+    `SELECT 1 FROM api_keys k JOIN members m ON m.id = k.member_id AND m.removed_at IS NULL
+      WHERE k.id = $1::uuid AND k.revoked_at IS NULL AND $2::text = ANY (k.scopes)
+        AND ($3::text[] IS NULL OR m.role = ANY ($3::text[]))`,
+    [keyId, need.scope, need.roles ?? null],
+  );
+  return rows.length > 0;
+}

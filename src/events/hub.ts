@@ -18,6 +18,12 @@ export interface StreamSlot {
   watchTeam(teamId: string, wake: () => void): void;
   /** Called once if the server starts closing while the stream is open. */
   onShutdown(end: () => void): void;
+  /**
+   * Calls `recheck` whenever the team's keys or members change (a revocation, a removal, new
+   * scopes), and when notifications may have been missed: the stream asks whether its key still
+   * may read, and ends if not.
+   */
+  watchAccess(teamId: string, recheck: () => void): void;
   release(): void;
 }
 
@@ -25,6 +31,7 @@ export class StreamHub {
   private readonly byKey = new Map<string, number>();
   private readonly runs = new Map<string, Set<() => void>>();
   private readonly teams = new Map<string, Set<() => void>>();
+  private readonly access = new Map<string, Set<() => void>>();
   private readonly enders = new Set<() => void>();
   private total = 0;
   private closing = false;
@@ -39,9 +46,16 @@ export class StreamHub {
     for (const wake of this.teams.get(teamId) ?? []) wake();
   }
 
+  /** A team's keys or members changed (null: any team's may have). */
+  accessChanged(teamId: string | null): void {
+    const sets = teamId === null ? [...this.access.values()] : [this.access.get(teamId) ?? new Set<() => void>()];
+    for (const set of sets) for (const recheck of [...set]) recheck();
+  }
+
   /** The LISTEN connection came back: notifications may have been missed, so every stream looks again. */
   wakeAll(): void {
     for (const set of [...this.runs.values(), ...this.teams.values()]) for (const wake of set) wake();
+    this.accessChanged(null);
   }
 
   /** Ends every open stream (the server is closing: they would hold its close up) and refuses new ones. */
@@ -70,6 +84,7 @@ export class StreamHub {
     return {
       watchRun: (runId, wake) => add(this.runs, runId, wake),
       watchTeam: (teamId, wake) => add(this.teams, teamId, wake),
+      watchAccess: (teamId, recheck) => add(this.access, teamId, recheck),
       onShutdown: (end) => {
         this.enders.add(end);
         undo.push(() => this.enders.delete(end));

@@ -9,6 +9,7 @@ import type { Db, Queryable } from '../db/pool.js';
 import { ApiError, invalidRequest } from '../core/errors.js';
 import { AUTH_ERRORS, errorResponses, PathUuid } from '../core/schemas.js';
 import { eventBody } from '../webhooks/worker.js';
+import { endWhenAccessEnds } from './access.js';
 import { streamsExhausted } from './bounds.js';
 import type { StreamHub } from './hub.js';
 import { openSse, sseResponse, wakeLoop } from './sse.js';
@@ -187,6 +188,7 @@ export function teamEventRoutes(deps: { db: Db; hub: StreamHub; heartbeatMs?: nu
           );
           woken = loop.wake;
           slot.onShutdown(() => sse.end());
+          endWhenAccessEnds(slot, deps.db.pool, auth, { scope: 'webhooks', roles: ['owner', 'admin'] }, sse);
           // Resuming: what came after Last-Event-ID goes out at once.
           if (request.headers['last-event-id'] !== undefined || early) loop.wake();
           void sse.done.then(() => {

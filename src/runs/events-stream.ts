@@ -9,6 +9,7 @@ import type { Queryable } from '../db/pool.js';
 import type { StreamHub } from '../events/hub.js';
 import { openSse, sseResponse, wakeLoop } from '../events/sse.js';
 import { streamsExhausted } from '../events/bounds.js';
+import { endWhenAccessEnds } from '../events/access.js';
 import { AUTH_ERRORS, errorResponses } from '../core/schemas.js';
 import { FINAL_STATUSES, getOutputs, RUN_COLUMNS, runResource, type RunRow } from './repository.js';
 import { RunIdParamsSchema } from './schemas.js';
@@ -136,6 +137,7 @@ export function runEventRoutes(deps: RunsDeps & { hub: StreamHub; heartbeatMs?: 
           );
           woken = loop.wake;
           slot.onShutdown(() => sse.end());
+          endWhenAccessEnds(slot, deps.db.pool, auth, { scope: 'read' }, sse);
           loop.wake();
           // A change between the first read and now: read again.
           if (early) loop.wake();

@@ -147,6 +147,7 @@ async function listenForKeyChanges(app: FastifyInstance, config: Config, db: Db,
       }
       if (payload) cache.invalidateTeam(payload);
       else cache.clear();
+      hub.accessChanged(payload || null);
     },
     onConnected: () => {
       cache.setListening(true);
