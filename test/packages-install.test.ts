@@ -137,7 +137,7 @@ describe('the packed packages', () => {
     }
   });
 
-  test('a plain .mjs program: me, upload, estimate, start, wait, download', async () => {
+  test('a plain .mjs program: me, upload, estimate, start, wait, download; then all of it in one run()', async () => {
     fs.writeFileSync(
       path.join(project, 'flow.mjs'),
       `import { SDK_VERSION, Toolrun, ToolrunError } from '@toolrun/sdk';
@@ -150,6 +150,7 @@ const estimate = await client.tools.estimate('test_copy', body);
 const started = await client.runs.start('test_copy', body);
 const done = await client.runs.wait(started);
 const outputs = await client.runs.download(done, 'out-mjs');
+const one = await client.run('test_copy', { image: 'photo.png' }, { download: 'out-run' });
 let missing = null;
 try {
   await client.runs.get('00000000-0000-4000-8000-000000000000');
@@ -165,6 +166,7 @@ console.log(JSON.stringify({
   status: done.status,
   cost: done.cost_sparks,
   outputs: outputs.map((o) => ({ path: o.path, size: o.size_bytes, mime: o.mime_type })),
+  one: { status: one.status, downloaded: one.downloaded.map((o) => o.path) },
   missing,
 }));
 `,
@@ -179,6 +181,7 @@ console.log(JSON.stringify({
       status: string;
       cost: number;
       outputs: { path: string; size: number; mime: string }[];
+      one: { status: string; downloaded: string[] };
       missing: { toolrunError: boolean; status: number } | null;
     };
     assert.equal(out.resolved, pathToFileURL(path.join(fs.realpathSync(project), 'node_modules', '@toolrun', 'sdk', 'dist', 'index.js')).href);
@@ -192,6 +195,9 @@ console.log(JSON.stringify({
     assert.ok(output);
     assert.equal(output.mime, 'image/png');
     assert.deepEqual(fs.readFileSync(path.resolve(project, output.path)), png, 'the downloaded output is the input image');
+    assert.equal(out.one.status, 'succeeded');
+    assert.equal(out.one.downloaded.length, 1);
+    assert.deepEqual(fs.readFileSync(path.resolve(project, out.one.downloaded[0] ?? '')), png, 'run() uploaded the path and downloaded the copy');
     assert.deepEqual(out.missing, { toolrunError: true, status: 404 });
   });
 

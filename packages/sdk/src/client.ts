@@ -1,6 +1,7 @@
 import { Events } from './events.ts';
 import { Files } from './files.ts';
 import { Transport, type RetryInfo } from './http.ts';
+import { runTool, type RunOptions, type RunResult } from './run-one.ts';
 import { Runs } from './runs.ts';
 import type { Estimate, EstimateBody, Me, ToolList } from './types.ts';
 import { WebhookEndpoints } from './webhooks.ts';
@@ -67,6 +68,23 @@ export class Toolrun {
     this.files = new Files(http);
     this.webhookEndpoints = new WebhookEndpoints(http);
     this.events = new Events(http);
+  }
+
+  /**
+   * The common case in one call: uploads what is local in `inputs`, starts the run, waits until
+   * it is final and, with `download`, downloads every output into that directory:
+   * `await toolrun.run('image_upscale', { image: './photo.jpg' }, { download: './out' })`.
+   *
+   * In a slot the tool declares (GET /v1/tools) with kind image, video or audio, the value is one
+   * item or a list (sent as a list): a file id (a UUID) goes as it is; any other string is a
+   * local path, which must name a file; bytes, a Blob, a Node Readable or a web ReadableStream
+   * (read into memory first) is uploaded; anything else goes as it is. Other slots' values go as
+   * they are. Before the first upload, an estimate checks the rest of the inputs, so a bad value
+   * or an unknown tool throws its ToolrunError (422 with `errors[]`, 404, ...) having uploaded
+   * nothing. A run that ends failed or canceled throws RunFailedError (`check: false` returns it).
+   */
+  run(toolId: string, inputs: Record<string, unknown> = {}, opts: RunOptions = {}): Promise<RunResult> {
+    return runTool({ tools: this.tools, runs: this.runs, files: this.files }, toolId, inputs, opts);
   }
 
   /** The team and key making the request, with the Sparks available now. */

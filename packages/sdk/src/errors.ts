@@ -1,4 +1,4 @@
-import type { FieldError } from './types.ts';
+import type { FieldError, Run } from './types.ts';
 
 /**
  * Error codes the service documents. The service adds codes within v1 without notice, so a
@@ -32,7 +32,11 @@ export type KnownErrorCode =
   | 'service_unavailable'
   // Raised by the SDK itself when no HTTP answer came back (status 0).
   | 'connection_error'
-  | 'timeout';
+  | 'timeout'
+  // Raised by the SDK itself about a run (status 0): runs.wait's timeoutMs passed; a run that
+  // did not succeed where only a succeeded one will do (runs.download, toolrun.run: RunFailedError).
+  | 'wait_timeout'
+  | 'run_not_succeeded';
 
 /** A known code, or any other string the service may send. */
 export type ErrorCode = KnownErrorCode | (string & {});
@@ -79,6 +83,25 @@ export class ToolrunError extends Error {
     this.details = init.details ?? null;
     this.retryAfterSeconds = init.retryAfterSeconds ?? null;
     this.body = init.body;
+  }
+}
+
+/**
+ * `toolrun.run()` when the run ended `failed` or `canceled`: `run` is the final run (`status`,
+ * `error`). Code `run_not_succeeded`, status 0 (every request succeeded; the run did not).
+ */
+export class RunFailedError extends ToolrunError {
+  readonly run: Run;
+
+  constructor(run: Run) {
+    super({
+      status: 0,
+      code: 'run_not_succeeded',
+      message: `Run ${run.id} of ${run.tool_id ?? 'a tool'} ${run.status === 'canceled' ? 'was canceled' : `failed${run.error ? `: ${run.error}` : ''}`}`,
+      details: { run_id: run.id, status: run.status, error: run.error },
+    });
+    this.name = 'RunFailedError';
+    this.run = run;
   }
 }
 

@@ -1,5 +1,3 @@
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import { ToolrunError, errorFromResponse } from './errors.ts';
 import { fetchOnce, isRetryable, retryDelayMs, sleep, type Transport } from './http.ts';
 import { extensionFor, guessMimeType } from './mime.ts';
@@ -13,9 +11,9 @@ export interface UploadProgress {
 }
 
 export interface UploadOptions {
-  /** Defaults to the path's base name, or `upload` plus an extension for the sniffed type. */
+  /** Defaults to the path's base name or the File's name, else `upload` plus an extension for the sniffed type. */
   fileName?: string;
-  /** Defaults to the type the bytes announce (PNG, JPEG, MP4, ...), then the name's extension. */
+  /** Defaults to the type the bytes announce (PNG, JPEG, MP4, ...), then the name's extension, then a Blob's `type`. */
   mimeType?: string;
   /** Called after each part is stored. */
   onProgress?: (progress: UploadProgress) => void;
@@ -28,26 +26,40 @@ export interface UploadOptions {
   signal?: AbortSignal;
 }
 
-/** Where the bytes come from: a path read part by part, or bytes already in memory. */
+/** Where the bytes come from: a path read part by part, a Blob sliced part by part, or bytes in memory. */
 interface Source {
   size: number;
   head: Uint8Array;
+  /** The name the input suggests (a path's base name, a File's name), when it has one. */
+  name: string | undefined;
   read(offset: number, length: number): Promise<Uint8Array<ArrayBuffer>>;
   close(): Promise<void>;
 }
 
-async function openSource(input: string | Uint8Array): Promise<Source> {
-  if (typeof input !== 'string') {
+/** What `files.upload` takes: a local path, bytes (a Buffer is a Uint8Array), or a Blob (or File). */
+export type UploadInput = string | Uint8Array | Blob;
+
+async function openSource(input: UploadInput): Promise<Source> {
+  if (input instanceof Uint8Array) {
     const bytes = input;
     return {
       size: bytes.byteLength,
       head: bytes.subarray(0, 64),
+      name: undefined,
       // A copy (slice): fetch needs a body backed by a plain ArrayBuffer.
       read: async (offset, length) => bytes.slice(offset, offset + length),
       close: async () => undefined,
     };
   }
-  const handle = await fs.open(input, 'r');
+  if (typeof input !== 'string') {
+    const blob = input;
+    const name = 'name' in blob && typeof blob.name === 'string' && blob.name ? blob.name : undefined;
+    const slice = async (offset: number, length: number) => new Uint8Array(await blob.slice(offset, offset + length).arrayBuffer());
+    return { size: blob.size, head: await slice(0, 64), name, read: slice, close: async () => undefined };
+  }
+  // Imported here, not at the top: reading a path is the only part of an upload that needs node:fs.
+  const [{ open }, { basename }] = await Promise.all([import('node:fs/promises'), import('node:path')]);
+  const handle = await open(input, 'r');
   try {
     const { size } = await handle.stat();
     const head = new Uint8Array(Math.min(64, size));
@@ -55,6 +67,7 @@ async function openSource(input: string | Uint8Array): Promise<Source> {
     return {
       size,
       head,
+      name: basename(input),
       read: async (offset, length) => {
         const buf = new Uint8Array(length);
         const { bytesRead } = await handle.read(buf, 0, length, offset);
@@ -77,12 +90,14 @@ export class Files {
    * again, with backoff), keeps each part's ETag, and completes. Resolves with the file; its
    * `status` is `ready` (usable in media inputs) or `rejected` (not a decodable media file; `problem` says why).
    */
-  async upload(input: string | Uint8Array, opts: UploadOptions = {}): Promise<FileObject> {
+  async upload(input: UploadInput, opts: UploadOptions = {}): Promise<FileObject> {
     const source = await openSource(input);
     try {
       if (source.size === 0) throw new Error('Cannot upload an empty file');
-      const mimeType = opts.mimeType ?? guessMimeType(opts.fileName ?? (typeof input === 'string' ? input : undefined), source.head);
-      const fileName = opts.fileName ?? (typeof input === 'string' ? path.basename(input) : `upload${extensionFor(mimeType)}`);
+      let mimeType = opts.mimeType ?? guessMimeType(opts.fileName ?? source.name, source.head);
+      // A Blob's own type is the caller's word, but weaker than what the bytes say they are.
+      if (!opts.mimeType && mimeType === 'application/octet-stream' && input instanceof Blob && input.type) mimeType = input.type;
+      const fileName = opts.fileName ?? source.name ?? `upload${extensionFor(mimeType)}`;
       const body: UploadUrlBody = { file_name: fileName, mime_type: mimeType, size_bytes: source.size };
       const upload = await this.http.request<FileUpload>('POST', '/v1/files/upload-url', { body, retry: 'refused-only', signal: opts.signal });
       const parts = await this.putParts(upload, source, opts);
