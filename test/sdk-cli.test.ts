@@ -77,11 +77,12 @@ describe('--json, no terminal', () => {
     assert.equal(result.run.status, 'failed');
     assert.match(result.run.error ?? '', /asked to fail/);
 
-    const api = await runCliToEnd(['--json', 'estimate', 'no_such_tool'], env());
+    // (An unknown tool no longer reaches the API: it is a usage error, test/cli-user.test.ts.)
+    const api = await runCliToEnd(['--json', 'get', '00000000-0000-4000-8000-000000000000'], env());
     assert.equal(api.code, 2);
     const error = (JSON.parse(api.stdout) as { error: { status: number; code: string; request_id: string } }).error;
     assert.equal(error.status, 404);
-    assert.equal(error.code, 'tool_not_found');
+    assert.equal(error.code, 'run_not_found');
     assert.match(error.request_id, new RegExp(`^${UUID}$`));
 
     const est = await runCliToEnd(['--json', 'estimate', 'test_copy', '--file', `image=${photo}`], env());
@@ -96,6 +97,7 @@ describe('--json, no terminal', () => {
       [['estimate', 'test_copy', '--file', `image=${path.join(tmp, 'nope.png')}`], env(), /no such file/],
       [['tools'], toolrunCliEnv(null, s.url), /TOOLRUN_API_KEY/],
       [['frobnicate'], env(), /unknown command/],
+      [['estimate', 'no_such_tool'], env(), /Unknown tool "no_such_tool"/],
     ];
     for (const [args, e, message] of cases) {
       const r = await runCliToEnd(args, e);

@@ -111,12 +111,18 @@ const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 /**
  * `toolrun-cli <args>` in a pseudo-terminal: `script` gives the child a pty for stdin, stdout and
  * stderr (120 columns), copies what we write to its input, and returns its exit code (-e).
+ * `via: 'npx'` starts it as a user of the repository would, `npx toolrun-cli` (the workspace's
+ * bin, offline): npm then runs it through `sh -c` and relays signals, and its exit code is npm's.
  */
-export function startCliInPty(args: string[], env: NodeJS.ProcessEnv, opts: { cwd?: string } = {}): CliChild {
-  const command = `stty cols 120 rows 40; exec ${[process.execPath, CLI_BIN, ...args].map(shellQuote).join(' ')}`;
+export function startCliInPty(args: string[], env: NodeJS.ProcessEnv, opts: { cwd?: string; via?: 'node' | 'npx' } = {}): CliChild {
+  const launcher = opts.via === 'npx' ? [path.join(path.dirname(process.execPath), 'npx'), '--offline', 'toolrun-cli'] : [process.execPath, CLI_BIN];
+  const command = `stty cols 120 rows 40; exec ${[...launcher, ...args].map(shellQuote).join(' ')}`;
+  // A user's environment: the test runner's npm_* variables would tell npx it runs inside `npm test`.
+  const childEnv: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(env)) if (!/^npm_/i.test(k)) childEnv[k] = v;
   const child = spawn('script', ['-q', '-e', '-c', command, '/dev/null'], {
     cwd: opts.cwd ?? ROOT,
-    env: { ...env, TERM: 'xterm-256color', SHELL: '/bin/sh' },
+    env: { ...childEnv, TERM: 'xterm-256color', SHELL: '/bin/sh' },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   return new CliChild(child);

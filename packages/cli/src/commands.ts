@@ -1,8 +1,11 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import type { DownloadedOutput, Estimate, FileObject, Run, Toolrun } from '@toolrun/sdk';
-import { follow } from './follow.ts';
-import { buildInputs, parseDuration, parseFiles, UsageError, type FileArg } from './inputs.ts';
+import type { DownloadWatch } from './download.ts';
+import { follow, type FollowOutcome } from './follow.ts';
+import { buildInputs, inputTexts, parseDuration, parseFiles, UsageError, type FileArg } from './inputs.ts';
+import { Interrupts } from './interrupts.ts';
+import { checkInputs, describeSlot, findTool } from './slots.ts';
 import { formatBytes, type Ui } from './ui.ts';
 
 /** Exit codes: distinct for usage mistakes, API errors, and runs that did not succeed. */
@@ -31,13 +34,14 @@ export interface ToolInputArgs {
 export async function toolsCommand(client: Toolrun, ui: Ui): Promise<number> {
   const list = await client.tools.list();
   ui.result(list);
-  const width = Math.max(4, ...list.data.map((t) => t.id.length));
-  for (const t of list.data) {
-    const slots = t.inputs.map((i) => `${i.name}:${i.kind}${i.required ? '' : '?'}${i.max > 1 ? `[${i.max}]` : ''}`).join(' ');
+  list.data.forEach((t, i) => {
     const price = t.estimate_hint.sparks_min === t.estimate_hint.sparks_max ? `${t.estimate_hint.sparks_min}` : `${t.estimate_hint.sparks_min}-${t.estimate_hint.sparks_max}`;
-    ui.line(`${t.id.padEnd(width)}  ${t.name}${t.allowed ? '' : ' (not on your plan)'}`);
-    ui.line(`${''.padEnd(width)}  ${price} Sparks; inputs: ${slots}`);
-  }
+    if (i > 0) ui.line();
+    ui.line(`${t.id}  ${t.name}, ${price} Sparks${t.allowed ? '' : ' (not on your plan)'}`);
+    // One slot a line: its name as --input/--file take it, what it takes, required or its default.
+    const width = Math.max(0, ...t.inputs.map((slot) => slot.name.length));
+    for (const slot of t.inputs) ui.line(`    ${slot.name.padEnd(width)}  ${describeSlot(slot)}`);
+  });
   return EXIT.ok;
 }
 
@@ -75,12 +79,24 @@ async function uploadAll(client: Toolrun, ui: Ui, files: FileArg[]): Promise<Upl
   }
 }
 
-async function prepare(client: Toolrun, ui: Ui, args: ToolInputArgs): Promise<{ uploaded: Uploaded[]; body: { inputs: Record<string, unknown>; duration_seconds?: number } }> {
+/**
+ * Checks the arguments against the tool's slots (GET /v1/tools), then uploads the files and
+ * builds the body: a mistake the tool's description shows costs no upload.
+ */
+async function prepare(
+  client: Toolrun,
+  ui: Ui,
+  toolId: string,
+  args: ToolInputArgs,
+  mode: 'estimate' | 'run',
+): Promise<{ uploaded: Uploaded[]; body: { inputs: Record<string, unknown>; duration_seconds?: number } }> {
   const files = parseFiles(args.file);
   const duration = parseDuration(args.duration);
-  buildInputs(args.input, []); // checks the --input syntax before anything is uploaded
+  inputTexts(args.input); // the --input syntax, before a request
+  const tool = findTool((await client.tools.list()).data, toolId);
+  const kinds = checkInputs(tool, args.input, files, { durationPricesVideo: mode === 'estimate' && duration !== undefined });
   const uploaded = await uploadAll(client, ui, files);
-  const inputs = buildInputs(args.input, uploaded.map((u) => ({ slot: u.slot, fileId: u.file_id })));
+  const inputs = buildInputs(args.input, uploaded.map((u) => ({ slot: u.slot, fileId: u.file_id })), kinds);
   return { uploaded, body: duration === undefined ? { inputs } : { inputs, duration_seconds: duration } };
 }
 
@@ -89,7 +105,7 @@ function showEstimate(ui: Ui, e: Estimate): void {
 }
 
 export async function estimateCommand(client: Toolrun, ui: Ui, tool: string, args: ToolInputArgs): Promise<number> {
-  const { uploaded, body } = await prepare(client, ui, args);
+  const { uploaded, body } = await prepare(client, ui, tool, args, 'estimate');
   const estimate = await client.tools.estimate(tool, body);
   ui.result({ estimate, files: uploaded });
   showEstimate(ui, estimate);
@@ -110,41 +126,29 @@ function exitFor(run: Run): number {
   return EXIT.runFailed;
 }
 
-export async function runCommand(client: Toolrun, ui: Ui, tool: string, args: RunArgs): Promise<number> {
-  const { uploaded, body } = await prepare(client, ui, args);
+export async function runCommand(client: Toolrun, watch: DownloadWatch, ui: Ui, tool: string, args: RunArgs): Promise<number> {
+  const { uploaded, body } = await prepare(client, ui, tool, args, 'run');
   const estimate = await client.tools.estimate(tool, body);
   showEstimate(ui, estimate);
 
-  // A Ctrl-C while the run is being started is answered once its id is known. This listener stays
-  // until follow() has added its own: with no SIGINT listener at all, even for an instant, Node
-  // restores the default action and a Ctrl-C in that instant would kill the CLI.
-  let early = false;
-  const onEarly = () => (early = true);
-  process.on('SIGINT', onEarly);
-  let started: Run;
+  // Ctrl-C is heard from here on, not only once the run is followed: one pressed while the run is
+  // being started is answered once its id is known (and must not kill the CLI meanwhile).
+  const interrupts = new Interrupts().start();
+  let outcome: FollowOutcome;
   try {
-    started = await client.runs.start(tool, body, {
+    const started = await client.runs.start(tool, body, {
       ...(args.idempotencyKey ? { idempotencyKey: args.idempotencyKey } : {}),
       ...(args.cancelAfter ? { cancelAfter: args.cancelAfter } : {}),
     });
-  } catch (err) {
-    process.off('SIGINT', onEarly);
-    throw err;
+    ui.line(`Started run ${started.id} (${started.status}, ${started.cost_sparks} Sparks held)`);
+    if (!args.wait) {
+      ui.result({ estimate, files: uploaded, run: started });
+      return EXIT.ok;
+    }
+    outcome = await follow(client, started, ui, interrupts, args.pollIntervalMs !== undefined ? { intervalMs: args.pollIntervalMs } : {});
+  } finally {
+    interrupts.stop();
   }
-  ui.line(`Started run ${started.id} (${started.status}, ${started.cost_sparks} Sparks held)`);
-  if (!args.wait) {
-    process.off('SIGINT', onEarly);
-    ui.result({ estimate, files: uploaded, run: started });
-    return EXIT.ok;
-  }
-
-  // follow() adds its SIGINT listener synchronously, before its first await.
-  const following = follow(client, started, ui, {
-    interruptedEarly: early,
-    ...(args.pollIntervalMs !== undefined ? { intervalMs: args.pollIntervalMs } : {}),
-  });
-  process.off('SIGINT', onEarly);
-  const outcome = await following;
   const run = outcome.run;
   if (outcome.kind === 'detached') {
     ui.note(`Left run ${run.id} ${run.status}. Follow it with: toolrun-cli get ${run.id}; cancel it with: toolrun-cli cancel ${run.id}`);
@@ -157,16 +161,26 @@ export async function runCommand(client: Toolrun, ui: Ui, tool: string, args: Ru
     else ui.line(`Run ${run.id} ${run.status}: ${run.error ?? 'no reason given'}`);
     return exitFor(run);
   }
-  const outputs = await downloadOutputs(client, ui, run, args.out);
+  const outputs = await downloadOutputs(client, watch, ui, run, args.out);
   ui.result({ estimate, files: uploaded, run, outputs });
   ui.line(`Done: ${run.cost_sparks} Sparks charged; ${outputs.length} output(s) in ${path.resolve(args.out)}`);
   return EXIT.ok;
 }
 
-async function downloadOutputs(client: Toolrun, ui: Ui, run: Run, dir: string): Promise<DownloadedOutput[]> {
-  return client.runs.download(run, dir, {
-    onOutput: (o) => ui.line(`Saved ${o.path} (${formatBytes(o.size_bytes)}${o.mime_type ? `, ${o.mime_type}` : ''})`),
-  });
+/** Every output into dir, with one bar for their bytes at a terminal. */
+async function downloadOutputs(client: Toolrun, watch: DownloadWatch, ui: Ui, run: Run, dir: string): Promise<DownloadedOutput[]> {
+  const bar = ui.downloadBar(run.outputs.length, run.outputs.reduce((n, o) => n + (o.size_bytes ?? 0), 0));
+  try {
+    return await watch.during(
+      (n) => bar.bytes(n),
+      () =>
+        client.runs.download(run, dir, {
+          onOutput: (o) => bar.say(`Saved ${o.path} (${formatBytes(o.size_bytes)}${o.mime_type ? `, ${o.mime_type}` : ''})`),
+        }),
+    );
+  } finally {
+    bar.stop();
+  }
 }
 
 export async function getCommand(client: Toolrun, ui: Ui, runId: string): Promise<number> {
@@ -212,7 +226,7 @@ export async function cancelCommand(client: Toolrun, ui: Ui, runId: string): Pro
   return EXIT.ok;
 }
 
-export async function downloadCommand(client: Toolrun, ui: Ui, runId: string, dir: string): Promise<number> {
+export async function downloadCommand(client: Toolrun, watch: DownloadWatch, ui: Ui, runId: string, dir: string): Promise<number> {
   const run = await client.runs.get(runId);
   if (run.status === 'failed' || run.status === 'canceled') {
     ui.result({ run, outputs: [] });
@@ -220,7 +234,7 @@ export async function downloadCommand(client: Toolrun, ui: Ui, runId: string, di
     return exitFor(run);
   }
   if (run.status !== 'succeeded') throw new UsageError(`Run ${run.id} is ${run.status}; download its outputs once it has succeeded`);
-  const outputs = await downloadOutputs(client, ui, run, dir);
+  const outputs = await downloadOutputs(client, watch, ui, run, dir);
   ui.result({ run, outputs });
   return EXIT.ok;
 }

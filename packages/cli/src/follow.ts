@@ -1,11 +1,11 @@
 // Following a run to its end, with Ctrl-C offering to cancel it:
 // - stdin is a terminal: the bar pauses and "Cancel run ...? [y/N]" is asked. y cancels the run;
 //   anything else goes back to following; a second Ctrl-C at the question leaves the run running
-//   and exits (130).
+//   and exits (130). Ctrl-C is read as a key there (interrupts.ts says why).
 // - otherwise (scripts, CI): the first Ctrl-C (SIGINT) says what the next one does; the second
 //   cancels the run.
-import readline from 'node:readline';
 import { ToolrunError, type Run, type Toolrun } from '@toolrun/sdk';
+import type { Interrupts } from './interrupts.ts';
 import type { Ui } from './ui.ts';
 
 export type FollowOutcome =
@@ -17,48 +17,34 @@ export type FollowOutcome =
 
 export interface FollowOptions {
   intervalMs?: number;
-  /** A SIGINT that arrived before the run was known (while it was being started). */
-  interruptedEarly?: boolean;
 }
 
-export async function follow(client: Toolrun, started: Run, ui: Ui, opts: FollowOptions = {}): Promise<FollowOutcome> {
+/** Follows the run; `interrupts` has been started (before the run was, so none is missed). */
+export async function follow(client: Toolrun, started: Run, ui: Ui, interrupts: Interrupts, opts: FollowOptions = {}): Promise<FollowOutcome> {
   const bar = ui.runBar(started);
   const polling = new AbortController();
   let latest = started;
-  const state: { prompt: readline.Interface | null } = { prompt: null };
-  let interrupts = 0;
+  let count = 0;
   let settle!: (action: 'cancel' | 'detach') => void;
   const userAction = new Promise<'cancel' | 'detach'>((resolve) => (settle = resolve));
 
-  const ask = () => {
+  const ask = async () => {
     bar.pause();
-    const rl = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: true });
-    state.prompt = rl;
-    // Ctrl-C at the question: leave the run alone and stop following.
-    rl.on('SIGINT', () => {
-      rl.close();
-      state.prompt = null;
-      settle('detach');
-    });
-    rl.question(`\nCancel run ${started.id}? [y/N] `, (answer) => {
-      rl.close();
-      state.prompt = null;
-      if (/^\s*y(es)?\s*$/i.test(answer)) settle('cancel');
-      else bar.resume();
-    });
+    const answer = await interrupts.ask(`\nCancel run ${started.id}? [y/N] `);
+    if (answer === 'yes') settle('cancel');
+    else if (answer === 'interrupted') settle('detach');
+    else if (!polling.signal.aborted) bar.resume();
   };
 
-  const onSigint = () => {
-    interrupts++;
-    if (process.stdin.isTTY) {
-      if (!state.prompt) ask();
+  interrupts.handle(() => {
+    count++;
+    if (interrupts.interactive) {
+      if (!interrupts.asking) void ask();
       return;
     }
-    if (interrupts === 1) ui.note(`\nInterrupted: press Ctrl-C again (or send SIGINT) to cancel run ${started.id}; it keeps running otherwise.`);
+    if (count === 1) ui.note(`\nInterrupted: press Ctrl-C again (or send SIGINT) to cancel run ${started.id}; it keeps running otherwise.`);
     else settle('cancel');
-  };
-  process.on('SIGINT', onSigint);
-  if (opts.interruptedEarly) onSigint();
+  });
 
   const waited = client.runs.wait(started, {
     signal: polling.signal,
@@ -84,13 +70,9 @@ export async function follow(client: Toolrun, started: Run, ui: Ui, opts: Follow
       throw err;
     }
   } finally {
-    process.off('SIGINT', onSigint);
     polling.abort();
-    if (state.prompt) {
-      // The run ended while the question was open.
-      state.prompt.close();
-      process.stderr.write('\n');
-    }
+    // The run may have ended while the question was open.
+    interrupts.dropQuestion();
     bar.stop();
   }
 }

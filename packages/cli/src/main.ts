@@ -2,6 +2,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { Toolrun, ToolrunError } from '@toolrun/sdk';
 import { cancelCommand, downloadCommand, estimateCommand, EXIT, getCommand, listCommand, meCommand, runCommand, toolsCommand, type ListArgs, type ToolInputArgs } from './commands.ts';
+import { DownloadWatch } from './download.ts';
 import { UsageError } from './inputs.ts';
 import { listenCommand, type ListenArgs } from './listen.ts';
 import { Ui } from './ui.ts';
@@ -23,15 +24,18 @@ function testPollInterval(): number | undefined {
   return n;
 }
 
-function clientFor(opts: GlobalOptions): Toolrun {
+/** The client; with a watch, one whose output downloads it can count (download.ts). */
+function clientFor(opts: GlobalOptions, watch?: DownloadWatch): Toolrun {
   const apiKey = opts.apiKey ?? process.env.TOOLRUN_API_KEY;
   if (!apiKey) throw new UsageError('No API key: set TOOLRUN_API_KEY or pass --api-key');
   const poll = testPollInterval();
-  return new Toolrun({
+  const client = new Toolrun({
     apiKey,
     ...(opts.baseUrl ?? process.env.TOOLRUN_BASE_URL ? { baseUrl: opts.baseUrl ?? process.env.TOOLRUN_BASE_URL } : {}),
     ...(poll !== undefined ? { testing: { minPollIntervalMs: poll } } : {}),
+    ...(watch ? { fetch: watch.fetch } : {}),
   });
+  return watch ? watch.attach(client) : client;
 }
 
 function toolInputOptions(cmd: Command): Command {
@@ -55,7 +59,7 @@ Ctrl-C while a run is followed: at a terminal, asks whether to cancel it; otherw
     .showHelpAfterError()
     .exitOverride();
 
-  program.command('tools').description('list the tools this key can run').action(() => run((ui, g) => toolsCommand(clientFor(g), ui)));
+  program.command('tools').description('list the tools this key can run, with each input: its choices or range, and its default').action(() => run((ui, g) => toolsCommand(clientFor(g), ui)));
   program.command('me').description('the team, the key and the Sparks available').action(() => run((ui, g) => meCommand(clientFor(g), ui)));
 
   toolInputOptions(program.command('estimate').argument('<tool>', 'tool id, e.g. image_upscale').description('price the exact inputs (uploads the files, starts nothing)')).action(
@@ -70,7 +74,8 @@ Ctrl-C while a run is followed: at a terminal, asks whether to cancel it; otherw
     .action((tool: string, opts: ToolInputArgs & { out: string; idempotencyKey?: string; cancelAfter?: string; wait: boolean }) =>
       run((ui, g) => {
         const poll = testPollInterval();
-        return runCommand(clientFor(g), ui, tool, { ...opts, ...(poll !== undefined ? { pollIntervalMs: poll } : {}) });
+        const watch = new DownloadWatch();
+        return runCommand(clientFor(g, watch), watch, ui, tool, { ...opts, ...(poll !== undefined ? { pollIntervalMs: poll } : {}) });
       }),
     );
 
@@ -89,7 +94,12 @@ Ctrl-C while a run is followed: at a terminal, asks whether to cancel it; otherw
     .argument('<run_id>')
     .option('-o, --out <dir>', 'where outputs are saved', '.')
     .description("download a succeeded run's outputs")
-    .action((id: string, opts: { out: string }) => run((ui, g) => downloadCommand(clientFor(g), ui, id, opts.out)));
+    .action((id: string, opts: { out: string }) =>
+      run((ui, g) => {
+        const watch = new DownloadWatch();
+        return downloadCommand(clientFor(g, watch), watch, ui, id, opts.out);
+      }),
+    );
   program
     .command('listen')
     .description("forward the team's events to a local URL, signed like webhooks with a secret printed at the start (needs the webhooks scope)")

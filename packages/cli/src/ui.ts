@@ -2,6 +2,7 @@
 // terminal, or one JSON document on stdout with --json.
 import cliProgress from 'cli-progress';
 import { ToolrunError, type Run } from '@toolrun/sdk';
+import { UsageError } from './inputs.ts';
 
 export function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;
@@ -17,6 +18,14 @@ export function formatBytes(n: number): string {
 
 export interface UploadBar {
   update(uploadedBytes: number): void;
+}
+
+export interface DownloadBar {
+  /** More bytes arrived. */
+  bytes(n: number): void;
+  /** A line for people, shown once the bar is done. */
+  say(text: string): void;
+  stop(): void;
 }
 
 export interface RunBar {
@@ -68,8 +77,14 @@ export class Ui {
       return;
     }
     const message = err instanceof Error ? err.message : String(err);
-    if (this.json) this.out.write(`${JSON.stringify({ error: { code: 'cli_error', message } }, null, 2)}\n`);
-    else this.err.write(`Error: ${message}\n`);
+    const problems = err instanceof UsageError ? err.problems : [];
+    if (this.json) {
+      const code = err instanceof UsageError ? 'usage_error' : 'cli_error';
+      this.out.write(`${JSON.stringify({ error: { code, message, ...(problems.length ? { problems } : {}) } }, null, 2)}\n`);
+      return;
+    }
+    this.err.write(`Error: ${message}\n`);
+    for (const p of problems) this.err.write(`  ${p}\n`);
   }
 
   /** One bar per file; stop() when every upload is done. */
@@ -90,6 +105,40 @@ export class Ui {
       return { update: (n: number) => bar.update(n, { done: formatBytes(n) }) };
     });
     return { bars, stop: () => multi.stop() };
+  }
+
+  /**
+   * One bar for the bytes of all a run's outputs (total 0 when their sizes are unknown: it then
+   * grows with what arrives). Lines said while it draws wait until it stops, below it.
+   */
+  downloadBar(outputs: number, totalBytes: number): DownloadBar {
+    if (!this.bars) return { bytes: () => undefined, say: (text) => this.line(text), stop: () => undefined };
+    const bar = new cliProgress.SingleBar(
+      { stream: this.err, format: '{label} [{bar}] {percentage}% | {done} of {size}', hideCursor: true, clearOnComplete: false, barsize: 30, fps: 20 },
+      cliProgress.Presets.shades_classic,
+    );
+    let total = totalBytes;
+    let done = 0;
+    let stopped = false;
+    const held: string[] = [];
+    bar.start(Math.max(1, total), 0, { label: `Downloading ${outputs} output${outputs === 1 ? '' : 's'}`, done: formatBytes(0), size: formatBytes(total) });
+    return {
+      bytes: (n) => {
+        done += n;
+        if (done > total) {
+          total = done;
+          bar.setTotal(total);
+        }
+        bar.update(done, { done: formatBytes(done), size: formatBytes(total) });
+      },
+      say: (text) => (stopped ? this.line(text) : held.push(text)),
+      stop: () => {
+        if (stopped) return;
+        stopped = true;
+        bar.stop();
+        for (const text of held) this.line(text);
+      },
+    };
   }
 
   /** The run's progress: a bar at a terminal, else a line whenever the status changes. */
