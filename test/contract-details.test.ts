@@ -119,10 +119,16 @@ describe('the OpenAPI document', () => {
       }
       assert.ok(media.length > 0, `${op.where}: no request body or success response`);
       for (const [what, m] of media) {
-        assert.ok(isObject(m) && m.example !== undefined, `${op.where} ${what}: no example`);
-        const errors = contract.schemaErrors(`example ${op.where} ${what}`, m.schema, m.example);
-        assert.equal(errors, null, `${op.where} ${what}: the example does not validate: ${errors}`);
-        checked++;
+        assert.ok(isObject(m), `${op.where} ${what}: no media type`);
+        // OpenAPI 3.1 named `examples` (what the docs' samples add) or a single `example`: every one is checked.
+        const named = isObject(m.examples) ? Object.entries(m.examples).map(([name, e]) => [name, isObject(e) ? e.value : undefined] as const) : [];
+        const examples = named.length ? named : m.example !== undefined ? [['example', m.example] as const] : [];
+        assert.ok(examples.length > 0 && examples.every(([, v]) => v !== undefined), `${op.where} ${what}: no example`);
+        for (const [name, value] of examples) {
+          const errors = contract.schemaErrors(`example ${op.where} ${what} ${name}`, m.schema, value);
+          assert.equal(errors, null, `${op.where} ${what}: the example ${name} does not validate: ${errors}`);
+          checked++;
+        }
       }
     }
     assert.ok(checked >= 20, `only ${checked} examples`);

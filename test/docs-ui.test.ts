@@ -1,9 +1,13 @@
 // GET /docs: the interactive API reference (Swagger UI) over a real socket. Served without a key,
 // every script and stylesheet from the service itself (the machines have no internet), loading
-// the very document GET /v1/openapi.json serves, hidden from that document, and its misses
-// answered in the error envelope with X-Request-Id like every other path.
+// the very document GET /v1/openapi.json serves (with each operation's code samples written into
+// its description, which Swagger UI renders), hidden from that document, and its misses answered
+// in the error envelope with X-Request-Id like every other path. In Chromium, an operation opened
+// shows its samples in curl, TypeScript and Python.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { SAMPLE_LANGUAGES, withSamplesInDescriptions } from '../src/http/samples/index.js';
+import { launchBrowser, newPage } from './helpers/browser.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 let s: TestServer;
@@ -99,7 +103,7 @@ describe('GET /docs', () => {
     assert.match(bundle.body, /SwaggerUIBundle/);
   });
 
-  test('the page loads ./json, and /docs/json is /v1/openapi.json', async () => {
+  test('the page loads ./json: /v1/openapi.json with each operation\'s code samples in its description', async () => {
     const init = await get('/docs/static/swagger-initializer.js');
     assert.equal(init.status, 200);
     assert.match(init.body, /url: resolveUrl\('\.\/json'\)/);
@@ -109,8 +113,47 @@ describe('GET /docs', () => {
     const api = await get('/v1/openapi.json');
     assert.equal(ui.status, 200);
     assert.equal(api.status, 200);
-    assert.deepEqual(JSON.parse(ui.body) as unknown, JSON.parse(api.body) as unknown);
-    assert.equal((JSON.parse(ui.body) as { openapi: string }).openapi, '3.1.0');
+    const apiDoc = JSON.parse(api.body) as Record<string, unknown>;
+    const uiDoc = JSON.parse(ui.body) as Record<string, unknown>;
+    assert.deepEqual(uiDoc, withSamplesInDescriptions(apiDoc));
+    assert.equal(uiDoc.openapi, '3.1.0');
+    const ops = (doc: Record<string, unknown>) =>
+      Object.values(doc.paths as Record<string, Record<string, { description?: string; 'x-codeSamples'?: { lang: string; source: string }[] }>>).flatMap((p) =>
+        Object.values(p),
+      );
+    const served = ops(apiDoc);
+    assert.ok(served.length >= 23);
+    for (const [i, op] of ops(uiDoc).entries()) {
+      const samples = served[i]?.['x-codeSamples'] ?? [];
+      assert.equal(samples.length, SAMPLE_LANGUAGES.length);
+      for (const l of SAMPLE_LANGUAGES) {
+        const source = samples.find((x) => x.lang === l.lang)?.source ?? '';
+        assert.ok(source && op.description?.includes(`\`\`\`${l.fence}\n${source}\n\`\`\``), `${l.label} sample not in the description`);
+      }
+      // The document itself keeps its descriptions: the SDK's generated types carry no sample code.
+      assert.doesNotMatch(served[i]?.description ?? '', /Code samples/);
+    }
+  });
+
+  test("in a browser, an operation opened shows its samples in curl, TypeScript and Python, and its answers' examples", async () => {
+    const browser = await launchBrowser();
+    try {
+      const { page, problems } = await newPage(browser);
+      await page.goto(`${s.url}/docs#/me/getMe`);
+      const op = page.locator('#operations-me-getMe');
+      const blocks = op.locator('.opblock-description-wrapper pre code');
+      await blocks.first().waitFor();
+      const code = await blocks.allTextContents();
+      assert.equal(code.length, 3, JSON.stringify(code));
+      assert.match(code[0] ?? '', /^curl -fsS "\$TOOLRUN_BASE_URL\/v1\/me"/);
+      assert.match(code[1] ?? '', /import \{ Toolrun \} from '@toolrun\/sdk'/);
+      assert.match(code[2] ?? '', /^import toolrun/);
+      // The 401 answer's examples are offered by name.
+      assert.match(await op.locator('.responses-wrapper').innerText(), /api_key_required/);
+      assert.deepEqual(problems, []);
+    } finally {
+      await browser.close();
+    }
   });
 
   test('the /docs routes are not in the OpenAPI document', async () => {

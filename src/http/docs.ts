@@ -4,6 +4,7 @@ import path from 'node:path';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyPluginAsync } from 'fastify';
 import { ApiError } from '../core/errors.js';
+import { withSamplesInDescriptions } from './samples/index.js';
 
 export const DOCS_PREFIX = '/docs';
 
@@ -31,7 +32,8 @@ function staticAssetNames(): Set<string> {
 
 /**
  * GET /docs: an interactive API reference (Swagger UI, served locally) of the very document
- * GET /v1/openapi.json serves. Needs no key; its routes are hidden from the document.
+ * GET /v1/openapi.json serves, with a request and response example and a curl, TypeScript and
+ * Python sample for every operation. Needs no key; its routes are hidden from the document.
  */
 export function docsRoutes(deps: {
   openapi: () => Record<string, unknown>;
@@ -41,6 +43,7 @@ export function docsRoutes(deps: {
 }): FastifyPluginAsync {
   return async (app) => {
     const assets = staticAssetNames();
+    let rendered: Record<string, unknown> | null = null;
     const staticPrefix = `${DOCS_PREFIX}/static/`;
     // The static files sit behind a wildcard route, so a missing one would reach the not-found
     // handler as a known path (405). Answer it here as what it is: 404 not_found, in the envelope.
@@ -54,8 +57,9 @@ export function docsRoutes(deps: {
     });
     await app.register(swaggerUi, {
       routePrefix: DOCS_PREFIX,
-      // The UI loads ./json: answer it with the document /v1/openapi.json serves, not a second one.
-      transformSpecification: () => deps.openapi(),
+      // The UI loads ./json: the document /v1/openapi.json serves, with each operation's code
+      // samples (x-codeSamples, which Swagger UI does not show) written into its description.
+      transformSpecification: () => (rendered ??= withSamplesInDescriptions(deps.openapi())),
       transformSpecificationClone: false,
       theme: { title: 'Toolrun API reference', css: [{ filename: 'toolrun.css', content: DOCS_CSS }] },
       logo: { type: 'image/svg+xml', content: LOGO_SVG, href: DOCS_PREFIX },

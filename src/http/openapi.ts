@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TSchema } from 'typebox';
+import { attachSamples } from './samples/index.js';
 
 type Json = Record<string, unknown>;
 
@@ -96,8 +97,8 @@ function webhookDeliveries(): { schema: Json; webhooks: Json } {
 
 /**
  * The generated document plus what Fastify's schemas cannot say: the X-Request-Id header on
- * every response, the RateLimit headers on authenticated ones, Retry-After on 429 and 503, and
- * the webhook deliveries.
+ * every response, the RateLimit headers on authenticated ones, Retry-After on 429 and 503, the
+ * webhook deliveries, and the reference's examples and code samples (src/http/samples).
  */
 export function buildOpenApiDocument(app: FastifyInstance): Json {
   const doc = structuredClone(app.swagger()) as unknown as Json;
@@ -134,6 +135,7 @@ export function buildOpenApiDocument(app: FastifyInstance): Json {
     }
   }
   doc.tags = [...TAGS.filter((t) => used.has(t.name)), ...[...used].filter((name) => !TAGS.some((t) => t.name === name)).map((name) => ({ name }))];
+  attachSamples(doc);
   return doc;
 }
 

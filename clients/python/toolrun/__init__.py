@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from ._http import RetryInfo, is_retryable, retry_delay
 from .client import Toolrun, Tools, __version__
+from .endpoints import WebhookEndpoints
 from .errors import (
     APIConnectionError,
     APITimeoutError,
@@ -30,6 +31,7 @@ from .errors import (
 from .files import Files, UploadProgress
 from .models import FINAL_STATUSES, Estimate, File, OutputUrl, Run, RunList, RunOutput
 from .runs import Outputs, Runs
+from .streams import Events, RunEvent, StreamedEvent
 from .webhooks import verify_webhook
 
 #: ``toolrun.ConnectionError`` is APIConnectionError. Not in ``__all__``, so ``from toolrun import *``
@@ -49,6 +51,10 @@ __all__ = [
     "Files",
     "Runs",
     "Outputs",
+    "WebhookEndpoints",
+    "Events",
+    "RunEvent",
+    "StreamedEvent",
     "run",
     "verify_webhook",
     "UploadProgress",

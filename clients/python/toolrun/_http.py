@@ -78,6 +78,9 @@ class OpenAnswer:
     def read(self, n: int = -1) -> bytes:
         return self._fp.read(n) if n >= 0 else self._fp.read()
 
+    def readline(self) -> bytes:
+        return self._fp.readline()
+
     def close(self) -> None:
         self._fp.close()
 

@@ -9,10 +9,12 @@ from typing import Any, Callable, Dict, List, Optional, Union
 from urllib.parse import quote
 
 from ._http import IDEMPOTENT, RetryInfo, Transport
+from .endpoints import WebhookEndpoints
 from .errors import NotFoundError, RunFailedError
 from .files import Files
 from .models import Estimate, Run
 from .runs import Outputs, Runs
+from .streams import Events
 
 __version__ = "0.1.0"
 
@@ -102,6 +104,8 @@ class Toolrun:
         self.files = Files(self._http)
         self.runs = Runs(self._http)
         self.outputs = Outputs(self._http, self.runs)
+        self.webhook_endpoints = WebhookEndpoints(self._http)
+        self.events = Events(self._http)
 
     def __repr__(self) -> str:
         return "Toolrun(base_url=%r)" % self.base_url

@@ -12,6 +12,7 @@ from ._http import IDEMPOTENT, REFUSED_ONLY, Transport, open_url
 from ._mime import extension_for
 from .errors import APIConnectionError, ConflictError, RateLimitError, RunFailedError, WaitTimeoutError, error_from_response
 from .models import OutputUrl, Run, RunList, RunOutput
+from .streams import RunEvent, run_events
 
 __all__ = ["Runs", "Outputs", "RunRef"]
 
@@ -125,6 +126,18 @@ class Runs:
             if not page.has_more or not page.data:
                 return
             after = page.data[-1].id
+
+    def events(
+        self,
+        run: RunRef,
+        last_event_id: Optional[str] = None,
+        on_open: Optional[Callable[[], None]] = None,
+    ) -> Iterator[RunEvent]:
+        """The run's changes as they happen (``GET /v1/runs/{id}/events``, server-sent events, no
+        polling): ``status`` first, ``progress`` as it moves, and ``done`` with the final run,
+        after which the loop ends. A dropped connection is made again with Last-Event-ID, so
+        nothing is seen twice; ``last_event_id`` resumes after an event seen earlier."""
+        return run_events(self._http, _q(_id(run)), last_event_id, on_open)
 
     def cancel(self, run: RunRef) -> Run:
         """Cancels a queued or running run; its hold is released. A final run answers

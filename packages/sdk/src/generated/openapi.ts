@@ -1255,11 +1255,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "ok"
-                     *     }
-                     */
                     "application/json": {
                         status: string;
                     };
@@ -1304,11 +1299,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "status": "ok"
-                     *     }
-                     */
                     "application/json": {
                         status: string;
                     };
@@ -1379,15 +1369,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example retry: 2000
-                     *
-                     *     : heartbeat
-                     *
-                     *     id: 0d6b1f5e-3c2a-4e8b-9f70-1a2b3c4d5e6f
-                     *     event: run.canceled
-                     *     data: {"id":"0d6b1f5e-3c2a-4e8b-9f70-1a2b3c4d5e6f","object":"event","type":"run.canceled","created_at":"2025-01-15T10:00:09.000Z","data":{"run":{"object":"run","id":"5f0c7d2e-8a51-4c3b-9d6e-2b7f4a1c9e30","tool_id":"image_upscale","product_id":"image_upscale","status":"canceled","progress":0.5,"cost_sparks":0,"outputs":[],"error":null,"api_key_id":"b2a4c6d8-1e3f-4a5b-8c7d-9e0f1a2b3c4d","created_at":"2025-01-15T10:00:00.000Z","started_at":"2025-01-15T10:00:01.000Z","finished_at":"2025-01-15T10:00:09.000Z"}}}
-                     */
                     "text/event-stream": string;
                 };
             };
@@ -1491,28 +1472,16 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The file_id the upload-url answer gave */
+                /**
+                 * @description The file_id the upload-url answer gave
+                 * @example 0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c
+                 */
                 file_id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "upload_id": "b7e3c1d0a9f84e2b",
-                 *       "parts": [
-                 *         {
-                 *           "part_number": 1,
-                 *           "etag": "\"5d41402abc4b2a76b9719d911017c592\""
-                 *         },
-                 *         {
-                 *           "part_number": 2,
-                 *           "etag": "\"7d793037a0760186574b0282f2f435e7\""
-                 *         }
-                 *       ]
-                 *     }
-                 */
                 "application/json": {
                     parts: {
                         /** @description The ETag header returned by that part's PUT */
@@ -1534,13 +1503,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "file",
-                     *       "id": "0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c",
-                     *       "status": "ready"
-                     *     }
-                     */
                     "application/json": components["schemas"]["File"];
                 };
             };
@@ -1700,13 +1662,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "file_name": "photo.jpg",
-                 *       "mime_type": "image/jpeg",
-                 *       "size_bytes": 12582912
-                 *     }
-                 */
                 "application/json": {
                     file_name: string;
                     /** @description The declared media type, printable ASCII (e.g. image/png); the bytes decide what the file is */
@@ -1727,25 +1682,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "file_upload",
-                     *       "file_id": "0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c",
-                     *       "upload_id": "b7e3c1d0a9f84e2b",
-                     *       "part_size_bytes": 8388608,
-                     *       "parts": [
-                     *         {
-                     *           "part_number": 1,
-                     *           "url": "https://toolrun.example.com/storage/uploads/b7e3c1d0a9f84e2b/parts/1?expires=1746093600&signature=8d41e2"
-                     *         },
-                     *         {
-                     *           "part_number": 2,
-                     *           "url": "https://toolrun.example.com/storage/uploads/b7e3c1d0a9f84e2b/parts/2?expires=1746093600&signature=8d41e2"
-                     *         }
-                     *       ],
-                     *       "expires_in_seconds": 3600
-                     *     }
-                     */
                     "application/json": components["schemas"]["FileUpload"];
                 };
             };
@@ -1889,27 +1825,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "me",
-                     *       "team": {
-                     *         "id": "1f2e3d4c-5b6a-4978-8695-a4b3c2d1e0f9",
-                     *         "name": "Acme Studio",
-                     *         "plan": "pro"
-                     *       },
-                     *       "api_key": {
-                     *         "id": "3c2b1a09-8f7e-4d6c-9b5a-493827161504",
-                     *         "name": "render farm",
-                     *         "prefix": "Xy7Qp2Lm",
-                     *         "scopes": [
-                     *           "read",
-                     *           "run"
-                     *         ],
-                     *         "rate_limit_per_minute": 60
-                     *       },
-                     *       "sparks_available": 1200
-                     *     }
-                     */
                     "application/json": components["schemas"]["Me"];
                 };
             };
@@ -2024,16 +1939,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "openapi": "3.1.0",
-                     *       "info": {
-                     *         "title": "Tool-Run API",
-                     *         "version": "1"
-                     *       },
-                     *       "paths": {}
-                     *     }
-                     */
                     "application/json": {
                         [key: string]: unknown;
                     };
@@ -2065,17 +1970,35 @@ export interface operations {
     listRuns: {
         parameters: {
             query?: {
-                /** @description Only runs created after this instant (exclusive) */
+                /**
+                 * @description Only runs created after this instant (exclusive)
+                 * @example 2025-05-01T00:00:00Z
+                 */
                 created_after?: string;
-                /** @description Only runs created before this instant (exclusive) */
+                /**
+                 * @description Only runs created before this instant (exclusive)
+                 * @example 2025-06-01T00:00:00Z
+                 */
                 created_before?: string;
-                /** @description Runs per page, 1 to 100 */
+                /**
+                 * @description Runs per page, 1 to 100
+                 * @example 10
+                 */
                 limit?: number;
-                /** @description The id of the last run of the previous page: the page starts after it */
+                /**
+                 * @description The id of the last run of the previous page: the page starts after it
+                 * @example 5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d
+                 */
                 starting_after?: string;
-                /** @description Only runs in this state */
+                /**
+                 * @description Only runs in this state
+                 * @example succeeded
+                 */
                 status?: "queued" | "running" | "succeeded" | "failed" | "canceled";
-                /** @description Only runs of this tool */
+                /**
+                 * @description Only runs of this tool
+                 * @example image_upscale
+                 */
                 tool_id?: string;
             };
             header?: never;
@@ -2094,39 +2017,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "list",
-                     *       "data": [
-                     *         {
-                     *           "object": "run",
-                     *           "id": "5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d",
-                     *           "tool_id": "image_upscale",
-                     *           "product_id": "image_upscale",
-                     *           "status": "succeeded",
-                     *           "progress": 1,
-                     *           "cost_sparks": 3,
-                     *           "outputs": [
-                     *             {
-                     *               "asset_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *               "mime_type": "image/png",
-                     *               "width": 1280,
-                     *               "height": 960,
-                     *               "duration_seconds": null,
-                     *               "size_bytes": 1843202,
-                     *               "file_name": "photo-upscaled.png"
-                     *             }
-                     *           ],
-                     *           "error": null,
-                     *           "api_key_id": "3c2b1a09-8f7e-4d6c-9b5a-493827161504",
-                     *           "created_at": "2025-05-01T09:30:00.000Z",
-                     *           "started_at": "2025-05-01T09:30:01.250Z",
-                     *           "finished_at": "2025-05-01T09:30:03.900Z"
-                     *         }
-                     *       ],
-                     *       "has_more": false
-                     *     }
-                     */
                     "application/json": components["schemas"]["RunList"];
                 };
             };
@@ -2233,7 +2123,10 @@ export interface operations {
                 prefer?: string;
             };
             path: {
-                /** @description The id of a run started with this team's API keys */
+                /**
+                 * @description The id of a run started with this team's API keys
+                 * @example 5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d
+                 */
                 run_id: string;
             };
             cookie?: never;
@@ -2250,33 +2143,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "run",
-                     *       "id": "5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d",
-                     *       "tool_id": "image_upscale",
-                     *       "product_id": "image_upscale",
-                     *       "status": "succeeded",
-                     *       "progress": 1,
-                     *       "cost_sparks": 3,
-                     *       "outputs": [
-                     *         {
-                     *           "asset_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *           "mime_type": "image/png",
-                     *           "width": 1280,
-                     *           "height": 960,
-                     *           "duration_seconds": null,
-                     *           "size_bytes": 1843202,
-                     *           "file_name": "photo-upscaled.png"
-                     *         }
-                     *       ],
-                     *       "error": null,
-                     *       "api_key_id": "3c2b1a09-8f7e-4d6c-9b5a-493827161504",
-                     *       "created_at": "2025-05-01T09:30:00.000Z",
-                     *       "started_at": "2025-05-01T09:30:01.250Z",
-                     *       "finished_at": "2025-05-01T09:30:03.900Z"
-                     *     }
-                     */
                     "application/json": components["schemas"]["Run"];
                 };
             };
@@ -2393,7 +2259,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of a run started with this team's API keys */
+                /**
+                 * @description The id of a run started with this team's API keys
+                 * @example 5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d
+                 */
                 run_id: string;
             };
             cookie?: never;
@@ -2410,33 +2279,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "run",
-                     *       "id": "5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d",
-                     *       "tool_id": "image_upscale",
-                     *       "product_id": "image_upscale",
-                     *       "status": "succeeded",
-                     *       "progress": 1,
-                     *       "cost_sparks": 3,
-                     *       "outputs": [
-                     *         {
-                     *           "asset_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *           "mime_type": "image/png",
-                     *           "width": 1280,
-                     *           "height": 960,
-                     *           "duration_seconds": null,
-                     *           "size_bytes": 1843202,
-                     *           "file_name": "photo-upscaled.png"
-                     *         }
-                     *       ],
-                     *       "error": null,
-                     *       "api_key_id": "3c2b1a09-8f7e-4d6c-9b5a-493827161504",
-                     *       "created_at": "2025-05-01T09:30:00.000Z",
-                     *       "started_at": "2025-05-01T09:30:01.250Z",
-                     *       "finished_at": "2025-05-01T09:30:03.900Z"
-                     *     }
-                     */
                     "application/json": components["schemas"]["Run"];
                 };
             };
@@ -2595,7 +2437,10 @@ export interface operations {
                 "last-event-id"?: string;
             };
             path: {
-                /** @description The id of a run started with this team's API keys */
+                /**
+                 * @description The id of a run started with this team's API keys
+                 * @example 5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d
+                 */
                 run_id: string;
             };
             cookie?: never;
@@ -2612,23 +2457,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example retry: 2000
-                     *
-                     *     id: 2
-                     *     event: status
-                     *     data: {"object":"run","id":"5f0c7d2e-8a51-4c3b-9d6e-2b7f4a1c9e30","tool_id":"image_upscale","product_id":"image_upscale","status":"running","progress":0,"cost_sparks":4,"outputs":[],"error":null,"api_key_id":"b2a4c6d8-1e3f-4a5b-8c7d-9e0f1a2b3c4d","created_at":"2025-01-15T10:00:00.000Z","started_at":"2025-01-15T10:00:01.000Z","finished_at":null}
-                     *
-                     *     id: 3
-                     *     event: progress
-                     *     data: {"object":"run","id":"5f0c7d2e-8a51-4c3b-9d6e-2b7f4a1c9e30","tool_id":"image_upscale","product_id":"image_upscale","status":"running","progress":0.5,"cost_sparks":4,"outputs":[],"error":null,"api_key_id":"b2a4c6d8-1e3f-4a5b-8c7d-9e0f1a2b3c4d","created_at":"2025-01-15T10:00:00.000Z","started_at":"2025-01-15T10:00:01.000Z","finished_at":null}
-                     *
-                     *     : heartbeat
-                     *
-                     *     id: 5
-                     *     event: done
-                     *     data: {"object":"run","id":"5f0c7d2e-8a51-4c3b-9d6e-2b7f4a1c9e30","tool_id":"image_upscale","product_id":"image_upscale","status":"canceled","progress":0.5,"cost_sparks":4,"outputs":[],"error":null,"api_key_id":"b2a4c6d8-1e3f-4a5b-8c7d-9e0f1a2b3c4d","created_at":"2025-01-15T10:00:00.000Z","started_at":"2025-01-15T10:00:01.000Z","finished_at":"2025-01-15T10:00:09.000Z"}
-                     */
                     "text/event-stream": string;
                 };
             };
@@ -2756,9 +2584,15 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The asset_id of one of the run's outputs */
+                /**
+                 * @description The asset_id of one of the run's outputs
+                 * @example 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+                 */
                 asset_id: string;
-                /** @description The id of a run started with this team's API keys */
+                /**
+                 * @description The id of a run started with this team's API keys
+                 * @example 5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d
+                 */
                 run_id: string;
             };
             cookie?: never;
@@ -2775,14 +2609,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "output_url",
-                     *       "asset_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *       "url": "https://toolrun.example.com/storage/objects/outputs/5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d/photo-upscaled.png?expires=1746092100&signature=3f9a0c",
-                     *       "expires_in_seconds": 300
-                     *     }
-                     */
                     "application/json": components["schemas"]["OutputUrl"];
                 };
             };
@@ -2926,48 +2752,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "list",
-                     *       "data": [
-                     *         {
-                     *           "object": "tool",
-                     *           "id": "video_upscale",
-                     *           "name": "Upscale video",
-                     *           "description": "Upscales a video to 1080p or 4K with Lanczos scaling, keeping its aspect ratio, frame rate and audio.",
-                     *           "family": "enhance",
-                     *           "inputs": [
-                     *             {
-                     *               "name": "video",
-                     *               "kind": "video",
-                     *               "required": true,
-                     *               "min": 1,
-                     *               "max": 1
-                     *             },
-                     *             {
-                     *               "name": "target",
-                     *               "kind": "enum",
-                     *               "required": false,
-                     *               "min": 0,
-                     *               "max": 1,
-                     *               "choices": [
-                     *                 "1080p",
-                     *                 "4k"
-                     *               ],
-                     *               "default": "1080p"
-                     *             }
-                     *           ],
-                     *           "output_kind": "video",
-                     *           "consent": "none",
-                     *           "allowed": true,
-                     *           "estimate_hint": {
-                     *             "sparks_min": 2,
-                     *             "sparks_max": 8640
-                     *           }
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["ToolList"];
                 };
             };
@@ -3071,22 +2855,16 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of a tool from GET /v1/tools, e.g. image_upscale */
+                /**
+                 * @description The id of a tool from GET /v1/tools, e.g. image_upscale
+                 * @example image_upscale
+                 */
                 tool_id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "inputs": {
-                 *         "image": [
-                 *           "0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c"
-                 *         ]
-                 *       }
-                 *     }
-                 */
                 "application/json": {
                     /** @description Length hint for metered video tools before the file is resolved */
                     duration_seconds?: number | null;
@@ -3108,15 +2886,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "estimate",
-                     *       "tool_id": "image_upscale",
-                     *       "product_id": "image_upscale",
-                     *       "sparks": 3,
-                     *       "reserve_sparks": 3
-                     *     }
-                     */
                     "application/json": components["schemas"]["Estimate"];
                 };
             };
@@ -3292,22 +3061,16 @@ export interface operations {
                 prefer?: string;
             };
             path: {
-                /** @description The id of a tool from GET /v1/tools, e.g. image_upscale */
+                /**
+                 * @description The id of a tool from GET /v1/tools, e.g. image_upscale
+                 * @example image_upscale
+                 */
                 tool_id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "inputs": {
-                 *         "image": [
-                 *           "0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c"
-                 *         ]
-                 *       }
-                 *     }
-                 */
                 "application/json": {
                     /** @description Length hint for metered video tools before the file is resolved */
                     duration_seconds?: number | null;
@@ -3329,33 +3092,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "run",
-                     *       "id": "5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d",
-                     *       "tool_id": "image_upscale",
-                     *       "product_id": "image_upscale",
-                     *       "status": "succeeded",
-                     *       "progress": 1,
-                     *       "cost_sparks": 3,
-                     *       "outputs": [
-                     *         {
-                     *           "asset_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *           "mime_type": "image/png",
-                     *           "width": 1280,
-                     *           "height": 960,
-                     *           "duration_seconds": null,
-                     *           "size_bytes": 1843202,
-                     *           "file_name": "photo-upscaled.png"
-                     *         }
-                     *       ],
-                     *       "error": null,
-                     *       "api_key_id": "3c2b1a09-8f7e-4d6c-9b5a-493827161504",
-                     *       "created_at": "2025-05-01T09:30:00.000Z",
-                     *       "started_at": "2025-05-01T09:30:01.250Z",
-                     *       "finished_at": "2025-05-01T09:30:03.900Z"
-                     *     }
-                     */
                     "application/json": components["schemas"]["Run"];
                 };
             };
@@ -3538,24 +3274,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "list",
-                     *       "data": [
-                     *         {
-                     *           "object": "webhook_endpoint",
-                     *           "id": "7f3e2d1c-0b9a-4877-a665-544332211009",
-                     *           "url": "https://hooks.example.com/toolrun",
-                     *           "events": [
-                     *             "run.succeeded",
-                     *             "run.failed"
-                     *           ],
-                     *           "enabled": true,
-                     *           "created_at": "2025-05-01T09:00:00.000Z"
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["WebhookEndpointList"];
                 };
             };
@@ -3663,15 +3381,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "url": "https://hooks.example.com/toolrun",
-                 *       "events": [
-                 *         "run.succeeded",
-                 *         "run.failed"
-                 *       ]
-                 *     }
-                 */
                 "application/json": {
                     events?: ("run.succeeded" | "run.failed" | "run.canceled")[] | null;
                     /** @description An HTTPS URL on a public host, at most 2048 characters */
@@ -3690,20 +3399,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "webhook_endpoint",
-                     *       "id": "7f3e2d1c-0b9a-4877-a665-544332211009",
-                     *       "url": "https://hooks.example.com/toolrun",
-                     *       "events": [
-                     *         "run.succeeded",
-                     *         "run.failed"
-                     *       ],
-                     *       "enabled": true,
-                     *       "created_at": "2025-05-01T09:00:00.000Z",
-                     *       "signing_secret": "whsec_Jq3vX9kL2mN8pR4sT6uW0yA1bC5dE7fG9hI2jK4l"
-                     *     }
-                     */
                     "application/json": components["schemas"]["CreatedWebhookEndpoint"];
                 };
             };
@@ -3846,7 +3541,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of one of the team's webhook endpoints */
+                /**
+                 * @description The id of one of the team's webhook endpoints
+                 * @example 7f3e2d1c-0b9a-4877-a665-544332211009
+                 */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -3863,13 +3561,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "deleted",
-                     *       "id": "7f3e2d1c-0b9a-4877-a665-544332211009",
-                     *       "deleted": true
-                     *     }
-                     */
                     "application/json": components["schemas"]["Deleted"];
                 };
             };
@@ -4012,18 +3703,16 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of one of the team's webhook endpoints */
+                /**
+                 * @description The id of one of the team's webhook endpoints
+                 * @example 7f3e2d1c-0b9a-4877-a665-544332211009
+                 */
                 endpoint_id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "enabled": false
-                 *     }
-                 */
                 "application/json": {
                     /** @description false pauses and drops pending deliveries; true resumes */
                     enabled?: boolean | null;
@@ -4043,19 +3732,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "webhook_endpoint",
-                     *       "id": "7f3e2d1c-0b9a-4877-a665-544332211009",
-                     *       "url": "https://hooks.example.com/toolrun",
-                     *       "events": [
-                     *         "run.succeeded",
-                     *         "run.failed"
-                     *       ],
-                     *       "enabled": true,
-                     *       "created_at": "2025-05-01T09:00:00.000Z"
-                     *     }
-                     */
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
@@ -4196,16 +3872,28 @@ export interface operations {
     listWebhookDeliveries: {
         parameters: {
             query?: {
-                /** @description Deliveries per page, 1 to 100 */
+                /**
+                 * @description Deliveries per page, 1 to 100
+                 * @example 10
+                 */
                 limit?: number;
-                /** @description The id of the last delivery of the previous page */
+                /**
+                 * @description The id of the last delivery of the previous page
+                 * @example 6f1e2d3c-4b5a-4c6d-8e7f-9a0b1c2d3e4f
+                 */
                 starting_after?: string;
-                /** @description Only deliveries in this state */
+                /**
+                 * @description Only deliveries in this state
+                 * @example failed
+                 */
                 status?: "pending" | "succeeded" | "failed" | "dropped";
             };
             header?: never;
             path: {
-                /** @description The id of one of the team's webhook endpoints */
+                /**
+                 * @description The id of one of the team's webhook endpoints
+                 * @example 7f3e2d1c-0b9a-4877-a665-544332211009
+                 */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -4222,30 +3910,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "list",
-                     *       "data": [
-                     *         {
-                     *           "object": "webhook_delivery",
-                     *           "id": "6f1e2d3c-4b5a-4c6d-8e7f-9a0b1c2d3e4f",
-                     *           "event_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
-                     *           "event_type": "run.succeeded",
-                     *           "status": "failed",
-                     *           "created_at": "2025-05-01T09:30:04.000Z",
-                     *           "attempts": [
-                     *             {
-                     *               "attempted_at": "2025-05-01T09:30:04.120Z",
-                     *               "status_code": 500,
-                     *               "duration_ms": 84,
-                     *               "error": "HTTP 500"
-                     *             }
-                     *           ]
-                     *         }
-                     *       ],
-                     *       "has_more": false
-                     *     }
-                     */
                     "application/json": components["schemas"]["WebhookDeliveryList"];
                 };
             };
@@ -4362,9 +4026,15 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of one of its deliveries */
+                /**
+                 * @description The id of one of its deliveries
+                 * @example 6f1e2d3c-4b5a-4c6d-8e7f-9a0b1c2d3e4f
+                 */
                 delivery_id: string;
-                /** @description The id of one of the team's webhook endpoints */
+                /**
+                 * @description The id of one of the team's webhook endpoints
+                 * @example 7f3e2d1c-0b9a-4877-a665-544332211009
+                 */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -4381,24 +4051,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "webhook_delivery",
-                     *       "id": "6f1e2d3c-4b5a-4c6d-8e7f-9a0b1c2d3e4f",
-                     *       "event_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
-                     *       "event_type": "run.succeeded",
-                     *       "status": "failed",
-                     *       "created_at": "2025-05-01T09:30:04.000Z",
-                     *       "attempts": [
-                     *         {
-                     *           "attempted_at": "2025-05-01T09:30:04.120Z",
-                     *           "status_code": 500,
-                     *           "duration_ms": 84,
-                     *           "error": "HTTP 500"
-                     *         }
-                     *       ]
-                     *     }
-                     */
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
@@ -4554,18 +4206,16 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of one of the team's webhook endpoints */
+                /**
+                 * @description The id of one of the team's webhook endpoints
+                 * @example 7f3e2d1c-0b9a-4877-a665-544332211009
+                 */
                 endpoint_id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "expire_previous_in_seconds": 3600
-                 *     }
-                 */
                 "application/json": {
                     /**
                      * @description How long the secret being replaced keeps signing deliveries beside the new one, 0 to 86400 seconds (0: it stops at once)
@@ -4586,20 +4236,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "webhook_endpoint",
-                     *       "id": "7f3e2d1c-0b9a-4877-a665-544332211009",
-                     *       "url": "https://hooks.example.com/toolrun",
-                     *       "events": [
-                     *         "run.succeeded",
-                     *         "run.failed"
-                     *       ],
-                     *       "enabled": true,
-                     *       "created_at": "2025-05-01T09:00:00.000Z",
-                     *       "signing_secret": "whsec_Jq3vX9kL2mN8pR4sT6uW0yA1bC5dE7fG9hI2jK4l"
-                     *     }
-                     */
                     "application/json": components["schemas"]["CreatedWebhookEndpoint"];
                 };
             };
@@ -4742,7 +4378,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of one of the team's webhook endpoints */
+                /**
+                 * @description The id of one of the team's webhook endpoints
+                 * @example 7f3e2d1c-0b9a-4877-a665-544332211009
+                 */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -4759,16 +4398,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "object": "webhook_test",
-                     *       "delivery_id": "2d4c6e8a-1b3f-4d5e-a7c9-0e2f4a6c8e1b",
-                     *       "delivered": true,
-                     *       "response_code": 200,
-                     *       "duration_ms": 182,
-                     *       "error": null
-                     *     }
-                     */
                     "application/json": components["schemas"]["WebhookTest"];
                 };
             };
