@@ -44,6 +44,8 @@ function onShutdown(stop: () => Promise<void>, logger: pino.Logger): void {
     stopping = true;
     firstAt = performance.now();
     logger.info({ signal }, 'shutting down');
+    // Said once a further signal is no longer taken for this one (a stop that takes longer).
+    setTimeout(() => logger.info('still shutting down; another Ctrl-C or SIGTERM exits at once'), SAME_SIGNAL_MS).unref();
     stop().then(
       () => process.exit(0),
       (err: unknown) => {
