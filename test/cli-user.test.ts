@@ -23,6 +23,8 @@ let worker: RunWorker;
 let team: TeamFixture;
 let tmp: string;
 let photo: string;
+let pdf: string;
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 before(async () => {
   s = await startTestServer({ tools });
@@ -31,6 +33,8 @@ before(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-user-'));
   photo = path.join(tmp, 'photo.png');
   fs.writeFileSync(photo, await makePng(40, 30));
+  pdf = path.join(tmp, 'scan.png');
+  fs.writeFileSync(pdf, '%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n');
 });
 after(async () => {
   killCliChildren();
@@ -69,6 +73,12 @@ describe('refused from GET /v1/tools before any upload: exit 64', () => {
       [['run', 'test_copy', '-f', image, '-f', `mode=${photo}`], [/^ {2}--file mode: mode is not a file input \(it takes one of ok, .*\); give it with --input mode=VALUE\.$/m]],
       [['run', 'video_transition', '-f', `clips=${photo}`, '-i', 'style=wipe'], [/^ {2}--file clips: clips takes 2 to 10 video files, given 1\.$/m, /style takes one of fade, dissolve, wipe_left, wipe_right\. Did you mean wipe_left\?/]],
       [['run', 'test_copy', '-i', 'mode=ok'], [/^ {2}image is required \(an image file\): add --file image=PATH\.$/m]],
+      // What the first bytes say, whatever the name: a PNG for a video slot, a PDF named .png for an image slot.
+      [
+        ['run', 'video_transition', '-f', `clips=${photo}`, '-f', `clips=${photo}`],
+        [new RegExp(`^ {2}--file clips=${escaped(photo)}: photo\\.png is an image file; clips takes a video file\\.$`, 'm')],
+      ],
+      [['run', 'test_copy', '-f', `image=${pdf}`], [new RegExp(`^ {2}--file image=${escaped(pdf)}: scan\\.png is not a media file \\(application/pdf\\); image takes an image file\\.$`, 'm')]],
     ];
     for (const [args, messages] of cases) {
       const before = await teamFiles();

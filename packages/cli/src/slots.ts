@@ -4,7 +4,9 @@
 // The service checks everything again; these are the checks its answer would repeat after the
 // upload. Number ranges are `constraints.minimum`/`maximum` and text lengths
 // `constraints.max_length`, as the service reads them (src/runs/inputs.ts).
-import type { Tool, ToolInput } from '@toolrun/sdk';
+import fs from 'node:fs';
+import path from 'node:path';
+import { guessMimeType, type Tool, type ToolInput } from '@toolrun/sdk';
 import { ID_KINDS, inputTexts, UsageError, valueFor, type FileArg } from './inputs.ts';
 
 const MEDIA_KINDS = ['image', 'video', 'audio'];
@@ -128,6 +130,28 @@ function valueProblem(slot: ToolInput, raw: string): string | null {
   }
 }
 
+/**
+ * The media kind a file's first bytes announce (image, video, audio, or the type itself for
+ * another kind such as application/pdf), or null when the bytes say nothing known: then only the
+ * service can tell. The name's extension alone is not trusted to refuse a file.
+ */
+function announcedKind(file: string): string | null {
+  const head = Buffer.alloc(64);
+  let n = 0;
+  const fd = fs.openSync(file, 'r');
+  try {
+    n = fs.readSync(fd, head, 0, head.length, 0);
+  } finally {
+    fs.closeSync(fd);
+  }
+  const mime = guessMimeType(undefined, head.subarray(0, n));
+  if (mime === 'application/octet-stream') return null;
+  const major = mime.split('/')[0] ?? '';
+  return MEDIA_KINDS.includes(major) ? major : mime;
+}
+
+const article = (kind: string) => (/^[aeiou]/.test(kind) ? `an ${kind}` : `a ${kind}`);
+
 export interface CheckOptions {
   /** --duration was given to an estimate: the service prices video slots left out from it. */
   durationPricesVideo: boolean;
@@ -172,6 +196,15 @@ export function checkInputs(tool: Tool, inputPairs: string[], files: FileArg[], 
       problems.push(`${name} is given both with --input and with --file; use one.`);
     } else if (n < slot.min || n > slot.max) {
       problems.push(`--file ${name}: ${name} takes ${idCount(slot)}, given ${n}.`);
+    }
+  }
+  for (const f of files) {
+    const slot = slots.get(f.slot);
+    if (!slot || !MEDIA_KINDS.includes(slot.kind)) continue;
+    const kind = announcedKind(f.path);
+    if (kind !== null && kind !== slot.kind) {
+      const is = MEDIA_KINDS.includes(kind) ? `${article(kind)} file` : `not a media file (${kind})`;
+      problems.push(`--file ${f.slot}=${f.path}: ${path.basename(f.path)} is ${is}; ${f.slot} takes ${article(slot.kind)} file.`);
     }
   }
 
