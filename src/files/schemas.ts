@@ -1,9 +1,6 @@
 import { Type, type Static } from 'typebox';
+import { EXAMPLE_FILE_ID, EXAMPLE_UPLOAD_ID } from '../core/examples.js';
 import { PathUuid } from '../core/schemas.js';
-
-/** Ids the examples of the OpenAPI document use. */
-const EXAMPLE_FILE_ID = '0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c';
-const EXAMPLE_UPLOAD_ID = 'b7e3c1d0a9f84e2b';
 
 export const UploadUrlBodySchema = Type.Object(
   {

@@ -1,11 +1,6 @@
 import { Type, type Static } from 'typebox';
+import { EXAMPLE_ASSET_ID, EXAMPLE_FILE_ID, EXAMPLE_RUN_ID, exampleRun } from '../core/examples.js';
 import { PathUuid } from '../core/schemas.js';
-
-/** Ids the examples of the OpenAPI document use. */
-const EXAMPLE_FILE_ID = '0b6f2a9e-5c1d-4e8a-9f3b-7d2c1e0a4b5c';
-const EXAMPLE_RUN_ID = '5e1d7c3a-2b4f-4a6e-8c9d-0f1e2a3b4c5d';
-const EXAMPLE_ASSET_ID = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
-const EXAMPLE_KEY_ID = '3c2b1a09-8f7e-4d6c-9b5a-493827161504';
 
 export const RunBodySchema = Type.Object(
   {
@@ -97,31 +92,7 @@ export const RunOutputSchema = Type.Object(
 );
 export type RunOutput = Static<typeof RunOutputSchema>;
 
-const EXAMPLE_RUN = {
-  object: 'run',
-  id: EXAMPLE_RUN_ID,
-  tool_id: 'image_upscale',
-  product_id: 'image_upscale',
-  status: 'succeeded',
-  progress: 1,
-  cost_sparks: 3,
-  outputs: [
-    {
-      asset_id: EXAMPLE_ASSET_ID,
-      mime_type: 'image/png',
-      width: 1280,
-      height: 960,
-      duration_seconds: null,
-      size_bytes: 1843202,
-      file_name: 'photo-upscaled.png',
-    },
-  ],
-  error: null,
-  api_key_id: EXAMPLE_KEY_ID,
-  created_at: '2025-05-01T09:30:00.000Z',
-  started_at: '2025-05-01T09:30:01.250Z',
-  finished_at: '2025-05-01T09:30:03.900Z',
-};
+const EXAMPLE_RUN = exampleRun('succeeded');
 
 export const RunSchema = Type.Object(
   {

@@ -1,19 +1,10 @@
 import { Type, type Static } from 'typebox';
+import { EXAMPLE_DELIVERY_ID, EXAMPLE_ENDPOINT, EXAMPLE_ENDPOINT_ID, EXAMPLE_EVENT_ID } from '../core/examples.js';
 import { PathUuid } from '../core/schemas.js';
 
 export const RUN_EVENT_TYPES = ['run.succeeded', 'run.failed', 'run.canceled'] as const;
 export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
 
-/** Values the examples of the OpenAPI document use. */
-const EXAMPLE_ENDPOINT_ID = '7f3e2d1c-0b9a-4877-a665-544332211009';
-const EXAMPLE_ENDPOINT = {
-  object: 'webhook_endpoint',
-  id: EXAMPLE_ENDPOINT_ID,
-  url: 'https://hooks.example.com/toolrun',
-  events: ['run.succeeded', 'run.failed'],
-  enabled: true,
-  created_at: '2025-05-01T09:00:00.000Z',
-};
 
 const EventList = Type.Array(Type.String({ enum: [...RUN_EVENT_TYPES] }), {
   minItems: 1,
@@ -129,8 +120,8 @@ export type WebhookTest = Static<typeof WebhookTestSchema>;
 
 const EXAMPLE_DELIVERY = {
   object: 'webhook_delivery',
-  id: '6f1e2d3c-4b5a-4c6d-8e7f-9a0b1c2d3e4f',
-  event_id: '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
+  id: EXAMPLE_DELIVERY_ID,
+  event_id: EXAMPLE_EVENT_ID,
   event_type: 'run.succeeded',
   status: 'failed',
   created_at: '2025-05-01T09:30:04.000Z',

@@ -1,15 +1,8 @@
+import { EXAMPLE_ENDPOINT } from '../../core/examples.js';
 import { EXAMPLE_DELIVERY_ID, EXAMPLE_ENDPOINT_ID, EXAMPLE_EVENT_ID, envelope, type OperationSamples } from './types.js';
 
 const endpointParam = { endpoint_id: EXAMPLE_ENDPOINT_ID };
-const endpoint = (extra: Record<string, unknown> = {}) => ({
-  object: 'webhook_endpoint',
-  id: EXAMPLE_ENDPOINT_ID,
-  url: 'https://hooks.example.com/toolrun',
-  events: ['run.succeeded', 'run.failed'],
-  enabled: true,
-  created_at: '2025-05-01T09:00:00.000Z',
-  ...extra,
-});
+const endpoint = (extra: Record<string, unknown> = {}) => ({ ...EXAMPLE_ENDPOINT, ...extra });
 const notHttps = {
   summary: 'Not an https:// URL',
   value: envelope('invalid_request', 'Invalid request: body.url: must be an https:// URL', {
