@@ -15,7 +15,7 @@ import { startApiChild, startServerChild, type ServerChild } from './lib/childre
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { npmStartIdleRss, type NpmStartRss } from './lib/npm-start.js';
 import { probeAuthQuery, type ProbeResult } from './lib/pg-probe.js';
-import { envInt, errorText, figure, finish, loadNote, machine, median, sleep, type BenchResult } from './lib/report.js';
+import { envInt, figure, finish, loadNote, machine, median, sleep, type BenchResult, runBench } from './lib/report.js';
 import type { Point } from './lib/svg.js';
 
 const RATIO_TARGET = 0.6;
@@ -279,7 +279,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`bench:http failed: ${errorText(err)}\n`);
-  process.exit(1);
-});
+runBench('http', main);

@@ -26,7 +26,7 @@ import http from 'node:http';
 import { createLogger } from '../src/logger.js';
 import { startApiChild, type ServerChild } from './lib/children.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
-import { compactSamples, envInt, envNum, errorText, figure, finish, fmt, loadNote, machine, median, percentile, sleep, table, watchdog, type BenchResult, type Figure } from './lib/report.js';
+import { compactSamples, envInt, envNum, figure, finish, fmt, loadNote, machine, median, percentile, sleep, table, watchdog, type BenchResult, type Figure, runBench } from './lib/report.js';
 
 const FLOOD_TARGET = 0.5;
 /** Significance level of the timing test: below it, the two classes differ. */
@@ -321,7 +321,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`bench:keys failed: ${errorText(err)}\n`);
-  process.exit(1);
-});
+runBench('keys', main);

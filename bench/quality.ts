@@ -17,7 +17,7 @@ import { upscaleImage } from '../src/tools/image/upscale.js';
 import type { Raster } from '../test/helpers/images.js';
 import { centredLanczos3 } from '../test/helpers/lanczos-reference.js';
 import { CROPS, cropAndReduce, lumaPsnr, raw, SIDE, sharpOf } from './lib/photos.js';
-import { errorText, figure, finish, loadNote, machine, table, type BenchResult } from './lib/report.js';
+import { figure, finish, loadNote, machine, table, type BenchResult, runBench } from './lib/report.js';
 
 const TARGET_DB = 0.1;
 
@@ -106,7 +106,4 @@ async function main(): Promise<void> {
   finish(result);
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`bench:quality failed: ${errorText(err)}\n`);
-  process.exit(1);
-});
+runBench('quality', main);

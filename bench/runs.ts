@@ -42,7 +42,7 @@ import { benchRegistry, NOOP_TOOL, runDirect } from './lib/bench-tools.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { fairSettings, measureFairness } from './lib/fairness.js';
 import { makeImage, UPSCALE_MAX_MP } from './lib/media-gen.js';
-import { compactSamples, envInt, envNum, errorText, figure, finish, fmt, loadNote, machine, median, pct, percentile, sleep, table, watchdog, type BenchResult } from './lib/report.js';
+import { compactSamples, envInt, envNum, figure, finish, fmt, loadNote, machine, median, pct, percentile, sleep, table, watchdog, type BenchResult, runBench, sayFailure } from './lib/report.js';
 import { inFlight, procCpuSeconds } from './lib/upload-io.js';
 
 const P50_TARGET_MS = 20;
@@ -375,19 +375,11 @@ async function main(): Promise<void> {
     };
     finish(result);
   } catch (err) {
-    // Said before the clean-up, which may fail in its own way and hide this.
-    process.stderr.write(`bench:runs failed: ${errorText(err)}\n`);
-    reported = true;
+    sayFailure('runs', err);
     throw err;
   } finally {
     await cleanup();
   }
 }
 
-/** The failure was written before the clean-up (main's catch), not to be written twice. */
-let reported = false;
-
-main().catch((err: unknown) => {
-  if (!reported) process.stderr.write(`bench:runs failed: ${errorText(err)}\n`);
-  process.exit(1);
-});
+runBench('runs', main);

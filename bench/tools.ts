@@ -37,7 +37,7 @@ import type { DirectFile, EngineSteps } from './lib/bench-tools.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { makeClip, makeImage, UPSCALE_MAX_MP } from './lib/media-gen.js';
 import { phaseDelta, PHASES, scrapeAfterCheck, scrapePhases } from './lib/phases.js';
-import { envInt, envNum, errorText, figure, finish, fmt, loadNote, machine, median, MIB, passFail, pct, table, watchdog, type BenchResult } from './lib/report.js';
+import { envInt, envNum, figure, finish, fmt, loadNote, machine, median, MIB, passFail, pct, table, watchdog, type BenchResult, runBench, sayFailure } from './lib/report.js';
 
 const OVERHEAD_TARGET = 0.05;
 const TARGET_APPLIES_MS = 2000;
@@ -348,19 +348,11 @@ async function main(): Promise<void> {
     };
     finish(result);
   } catch (err) {
-    // Said before the clean-up, which may fail in its own way and hide this.
-    process.stderr.write(`bench:tools failed: ${errorText(err)}\n`);
-    reported = true;
+    sayFailure('tools', err);
     throw err;
   } finally {
     await cleanup();
   }
 }
 
-/** The failure was written before the clean-up (main's catch), not to be written twice. */
-let reported = false;
-
-main().catch((err: unknown) => {
-  if (!reported) process.stderr.write(`bench:tools failed: ${errorText(err)}\n`);
-  process.exit(1);
-});
+runBench('tools', main);

@@ -30,7 +30,7 @@ import path from 'node:path';
 import { createLogger } from '../src/logger.js';
 import { startApiChild, type ServerChild } from './lib/children.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
-import { compactSamples, envInt, errorText, figure, finish, loadNote, machine, median, MIB, type BenchResult } from './lib/report.js';
+import { compactSamples, envInt, figure, finish, loadNote, machine, median, MIB, type BenchResult, runBench } from './lib/report.js';
 import { uploadOnce, type UploadRun } from './lib/upload-client.js';
 import { diagnostics, machineLoad, plainWrite, syncDisks, SyntheticFile, type Timing } from './lib/upload-io.js';
 
@@ -223,7 +223,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`bench:upload failed: ${errorText(err)}\n`);
-  process.exit(1);
-});
+runBench('upload', main);

@@ -42,7 +42,7 @@ import { Api, prepareTeam, waitFinal } from './lib/api.js';
 import { cpuWithChildren, descendantsCpuSeconds, forkChild, startAppChild, type AppChild, type Child } from './lib/app-children.js';
 import { NOOP_TOOL } from './lib/bench-tools.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
-import { compactSamples, envInt, errorText, figure, finish, fmt, loadNote, machine, percentile, sleep, table, watchdog, type BenchResult } from './lib/report.js';
+import { compactSamples, envInt, figure, finish, fmt, loadNote, machine, percentile, sleep, table, watchdog, type BenchResult, runBench } from './lib/report.js';
 import { inFlight } from './lib/upload-io.js';
 import type { Arrival, ReceiverChildMessage, ReceiverParentMessage } from './webhook-receivers.js';
 
@@ -378,7 +378,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`bench:webhooks failed: ${errorText(err)}\n`);
-  process.exit(1);
-});
+runBench('webhooks', main);

@@ -226,6 +226,29 @@ export function errorText(err: unknown): string {
   return err instanceof Error ? (err.stack ?? err.message) : String(err);
 }
 
+const said = new WeakSet<object>();
+
+/**
+ * Writes a benchmark's failure to stderr, once per error: a main() says it in its catch, before
+ * its clean-up (which may fail in its own way and hide it), and the top level says it again only
+ * if nothing did.
+ */
+export function sayFailure(name: string, err: unknown): void {
+  if (typeof err === 'object' && err !== null) {
+    if (said.has(err)) return;
+    said.add(err);
+  }
+  process.stderr.write(`bench:${name} failed: ${errorText(err)}\n`);
+}
+
+/** Runs a benchmark's main(): a failure is said (once) and exits 1. */
+export function runBench(name: string, main: () => Promise<void>): void {
+  main().catch((err: unknown) => {
+    sayFailure(name, err);
+    process.exit(1);
+  });
+}
+
 /** Stops a benchmark (cleaning up first) that is still running after BENCH_MAX_MINUTES (10). */
 export function watchdog(name: string, cleanup: () => Promise<void>): void {
   const minutes = envNum('BENCH_MAX_MINUTES', 10, 0.1);
