@@ -3,7 +3,7 @@
 // byte at a time (never idle, never done), an endless chain of distinct redirects, a body that
 // lies about its encoding, and SVG logos with an entity bomb or references to local files and
 // internal URLs. (A page over 2 MB sent whole, a redirect loop and a stylesheet that never
-// answers are covered in tools-brand-kit.test.ts; outbound.test.ts covers the address rules.)
+// answers are covered in tools-brand-kit-runner.test.ts; outbound.test.ts covers the address rules.)
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
