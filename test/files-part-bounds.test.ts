@@ -2,7 +2,7 @@
 // once, so an upload holds at most its size_bytes plus the parts still arriving; a part larger
 // than its exact size is refused before it is stored; and a part PUT again while the upload
 // completes gives either a clear 422 or a consistent object, never a 5xx or mixed bytes.
-// (The S3 side, each part URL signing its exact Content-Length, is in files-s3.test.ts.)
+// (The S3 side, each part URL signing its exact Content-Length, is in files-s3-presigned.test.ts.)
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
