@@ -69,6 +69,24 @@ export class Fixtures {
     return run;
   }
 
+  /**
+   * Waits until the run's outputs have left 'checking' (the read-back after the success commit):
+   * until then GET .../url answers 409 output_not_ready, as the sample's comment says.
+   */
+  async outputsChecked(runId: string): Promise<void> {
+    await waitFor(
+      `the outputs of run ${runId} to be checked`,
+      async () => {
+        const { rows } = await this.ctx.server.database.db.pool.query<{ n: number }>(
+          "SELECT count(*)::integer AS n FROM run_outputs WHERE run_id = $1::uuid AND status = 'checking'",
+          [runId],
+        );
+        return rows[0]?.n === 0;
+      },
+      SAMPLE_TIMEOUT_MS,
+    );
+  }
+
   /** A run that works until canceled (the test tool's hang mode): what a cancel acts on. */
   async hanging(): Promise<RunJson> {
     const run = await this.api<RunJson>('POST', '/v1/tools/test_copy/runs', { inputs: { image: [await this.readyFile()], mode: 'hang' } });
@@ -137,6 +155,7 @@ export const CASES: Record<string, Case> = {
   getOutputUrl: {
     setup: async (f) => {
       const run = await f.succeeded();
+      await f.outputsChecked(run.id);
       return { RUN_ID: run.id, ASSET_ID: run.outputs[0]?.asset_id ?? '' };
     },
     expect: (e) => [e.ASSET_ID ?? '', /"url":"http|\b[1-9]\d* bytes/],

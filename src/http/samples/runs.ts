@@ -155,6 +155,7 @@ print(run.id, run.status, f"{run.cost_sparks} Sparks charged")`,
   getOutputUrl: {
     vars: ['RUN_ID', 'ASSET_ID'],
     curl: `# ASSET_ID: outputs[].asset_id of the succeeded run. Fetch the URL straight away: it expires.
+# Right after the run succeeds an output may still be being checked: 409 output_not_ready, ask again after Retry-After.
 curl -fsS "$TOOLRUN_BASE_URL/v1/runs/$RUN_ID/outputs/$ASSET_ID/url" -H "Authorization: Bearer $TOOLRUN_API_KEY"`,
     typescript: `import { writeFile } from 'node:fs/promises';
 import { Toolrun } from '@toolrun/sdk';
