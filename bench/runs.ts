@@ -36,13 +36,13 @@ import pg from 'pg';
 import { loadConfig } from '../src/config/config.js';
 import { createLogger } from '../src/logger.js';
 import { resolveMediaBinaries } from '../src/media/binaries.js';
-import { Api, outputsChecked, pgBaselines, prepareTeam, RunNotifier, runTimes, waitFinal, type RunTimes } from './lib/api.js';
+import { Api, e2s, outputsChecked, paced, pgBaselines, prepareTeam, RunNotifier, runTimes, waitFinal, type RunTimes } from './lib/api.js';
 import { cpuWithChildren, descendantsCpuSeconds, startAppChild, type AppChild } from './lib/app-children.js';
 import { benchRegistry, NOOP_TOOL, runDirect } from './lib/bench-tools.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { fairSettings, measureFairness } from './lib/fairness.js';
 import { makeImage, UPSCALE_MAX_MP } from './lib/media-gen.js';
-import { compactSamples, envInt, envNum, figure, finish, fmt, loadNote, machine, median, pct, percentile, sleep, table, watchdog, type BenchResult, runBench, sayFailure } from './lib/report.js';
+import { compactSamples, envInt, envNum, figure, finish, fmt, loadNote, machine, median, pct, percentile, table, watchdog, type BenchResult, runBench, sayFailure } from './lib/report.js';
 import { inFlight, procCpuSeconds } from './lib/upload-io.js';
 
 const P50_TARGET_MS = 20;
@@ -64,23 +64,10 @@ const settings = {
 
 const span = (rows: RunTimes[], from: 'created' | 'started') =>
   (Math.max(...rows.map((r) => r.finished ?? 0)) - Math.min(...rows.map((r) => r[from] ?? Infinity))) / 1000;
-const e2s = (rows: RunTimes[]) => rows.map((r) => (r.started ?? Number.NaN) - r.created);
-
 async function burst(api: Api, n: number): Promise<{ ids: string[]; perS: number }> {
   const t0 = performance.now();
   const runs = await inFlight(n, settings.clients, () => api.startRun(NOOP_TOOL, {}));
   return { ids: runs.map((r) => r.id), perS: n / ((performance.now() - t0) / 1000) };
-}
-
-async function paced(api: Api, n: number): Promise<string[]> {
-  const ids: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    ids.push((await api.startRun(NOOP_TOOL, {})).id);
-    const wait = settings.paceMs - (performance.now() - t0);
-    if (wait > 0) await sleep(wait);
-  }
-  return ids;
 }
 
 interface QueueResult {
@@ -105,7 +92,7 @@ async function measureQueue(label: string, processes: string, api: Api, pool: pg
   await on();
   const drained = await waitFinal(pool, backlog.ids, settings.timeoutMs);
   process.stdout.write(' paced...');
-  const pacedRows = await waitFinal(pool, await paced(api, settings.pacedRuns), settings.timeoutMs);
+  const pacedRows = await waitFinal(pool, await paced(api, NOOP_TOOL, settings.pacedRuns, settings.paceMs), settings.timeoutMs);
   process.stdout.write(' e2e burst...\n');
   const cpu0 = { server: descendantsCpuSeconds(process.pid), client: procCpuSeconds(process.pid) };
   const e2e = await burst(api, settings.burstRuns);

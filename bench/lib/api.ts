@@ -155,6 +155,21 @@ export async function runTimes(pool: pg.Pool, ids: string[]): Promise<RunTimes[]
   return rows.map((r) => ({ ...r, created: Number(r.created), started: r.started === null ? null : Number(r.started), finished: r.finished === null ? null : Number(r.finished) }));
 }
 
+/** Enqueue-to-start of each run (runs.started_at - created_at, both PostgreSQL now()), in ms. */
+export const e2s = (rows: RunTimes[]) => rows.map((r) => (r.started ?? Number.NaN) - r.created);
+
+/** Starts n runs of `tool` one after another, one every paceMs (or as fast as the API answers); their ids. */
+export async function paced(api: Api, tool: string, n: number, paceMs: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    ids.push((await api.startRun(tool, {})).id);
+    const wait = paceMs - (performance.now() - t0);
+    if (wait > 0) await sleep(wait);
+  }
+  return ids;
+}
+
 /** Waits (polling the database, not the API) until every run is final; fails if one did not succeed. */
 export async function waitFinal(pool: pg.Pool, ids: string[], timeoutMs: number): Promise<RunTimes[]> {
   const deadline = Date.now() + timeoutMs;

@@ -15,11 +15,11 @@ import type { Logger } from 'pino';
 import { createApiKey } from '../../src/auth/key-admin.js';
 import { createDb } from '../../src/db/pool.js';
 import { addMember, createTeam, grantSparks, updateTeam } from '../../src/teams/repository.js';
-import { Api, waitFinal, type RunTimes } from './api.js';
+import { Api, e2s, paced, waitFinal, type RunTimes } from './api.js';
 import type { AppChild } from './app-children.js';
 import { BUSY_TOOL } from './bench-tools.js';
 import { UNLIMITED_RATE } from './db.js';
-import { envInt, percentile, sleep } from './report.js';
+import { envInt, percentile } from './report.js';
 import { inFlight } from './upload-io.js';
 
 export const fairSettings = () => ({
@@ -58,19 +58,6 @@ async function makeTeamB(url: string, logger: Logger): Promise<string> {
   }
 }
 
-async function pacedB(api: Api, n: number, paceMs: number): Promise<string[]> {
-  const ids: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    ids.push((await api.startRun(BUSY_TOOL, {})).id);
-    const wait = paceMs - (performance.now() - t0);
-    if (wait > 0) await sleep(wait);
-  }
-  return ids;
-}
-
-const e2s = (rows: RunTimes[]) => rows.map((r) => (r.started ?? Number.NaN) - r.created);
-
 /** The most intervals [started, finished) open at one instant. */
 function peakOverlap(rows: RunTimes[]): number {
   const marks = rows.flatMap((r) => [
@@ -107,11 +94,11 @@ export async function measureFairness(opts: {
   try {
     await opts.worker.setWorkers('runs');
     process.stdout.write(`  fairness: B idle (${s.bRuns} runs)...`);
-    const idle = e2s(await waitFinal(pool, await pacedB(apiB, s.bRuns, s.bPaceMs), opts.timeoutMs));
+    const idle = e2s(await waitFinal(pool, await paced(apiB, BUSY_TOOL, s.bRuns, s.bPaceMs), opts.timeoutMs));
     process.stdout.write(` A's backlog of ${s.backlog}...`);
     const aIds = (await inFlight(s.backlog, opts.clients, () => apiA.startRun(BUSY_TOOL, {}))).map((r) => r.id);
     process.stdout.write(' B meanwhile...');
-    const bIds = await pacedB(apiB, s.bRuns, s.bPaceMs);
+    const bIds = await paced(apiB, BUSY_TOOL, s.bRuns, s.bPaceMs);
     const bRows = await waitFinal(pool, bIds, opts.timeoutMs);
     const lastBStart = Math.max(...bRows.map((r) => r.started ?? 0));
     const { rows } = await pool.query<{ n: string }>(
