@@ -7,11 +7,11 @@ import { randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { parseSse, Toolrun, type SseMessage } from '@toolrun/sdk';
 import type { RunWorker } from '../src/runs/worker.js';
-import { insertRun } from '../src/runs/repository.js';
 import { cancelLockedRun } from '../src/runs/transitions.js';
 import { assertError } from './helpers/error-envelope.js';
 import { bearer, makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { closeReceivers, Receiver } from './helpers/receiver.js';
+import { insertAppRun } from './helpers/runs.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { asAnswer, openStream, type OpenedStream } from './helpers/sse-client.js';
 import { waitFor } from './helpers/process.js';
@@ -119,20 +119,7 @@ describe('GET /v1/events', () => {
     const theirs = await events(other.key);
 
     // An app run of this team ending (the console's playground): its event is written, never streamed.
-    const appRun = await insertRun(s.database.db.pool, {
-      id: randomUUID(),
-      teamId: team.teamId,
-      apiKeyId: null,
-      memberId: team.memberId,
-      toolId: 'test_copy',
-      productId: 'test_copy',
-      inputs: {},
-      price: 0,
-      hold: 0,
-      maxAttempts: 1,
-      idempotencyKey: null,
-      requestHash: null,
-    });
+    const appRun = await insertAppRun(s.database.db.pool, team);
     await s.database.db.tx((tx) => cancelLockedRun(tx, appRun));
     const theirRun = await otherRuns.canceled();
     const myRun = await runs.canceled();

@@ -9,13 +9,13 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Toolrun } from '@toolrun/sdk';
 import { openSse } from '../src/events/sse.js';
-import { insertRun } from '../src/runs/repository.js';
 import { createTestApp } from './helpers/app.js';
 import { assertError } from './helpers/error-envelope.js';
 import { uploadReadyFile } from './helpers/faults.js';
 import { bearer, makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { makePng } from './helpers/media.js';
 import { waitFor } from './helpers/process.js';
+import { insertAppRun } from './helpers/runs.js';
 import { freePort, startTestServer, type TestServer } from './helpers/server.js';
 import { socketRequest } from './helpers/socket-request.js';
 import { asAnswer, openStream, type OpenedStream } from './helpers/sse-client.js';
@@ -152,20 +152,7 @@ describe('GET /v1/runs/{run_id}/events', () => {
     assertError(asAnswer(await stream(b, id, {}, other.key)), 404, 'run_not_found');
 
     // An app run (started in the console) is not visible through the API.
-    const appRun = await insertRun(a.database.db.pool, {
-      id: randomUUID(),
-      teamId: team.teamId,
-      apiKeyId: null,
-      memberId: team.memberId,
-      toolId: 'test_copy',
-      productId: 'test_copy',
-      inputs: {},
-      price: 0,
-      hold: 0,
-      maxAttempts: 1,
-      idempotencyKey: null,
-      requestHash: null,
-    });
+    const appRun = await insertAppRun(a.database.db.pool, team);
     await a.database.db.pool.query(`UPDATE runs SET status = 'canceled', finished_at = now() WHERE id = $1`, [appRun.id]);
     assertError(asAnswer(await stream(b, appRun.id)), 404, 'run_not_found');
 

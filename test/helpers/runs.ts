@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import type { Queryable } from '../../src/db/pool.js';
+import { insertRun, type RunRow } from '../../src/runs/repository.js';
 import type { Loc } from '../../src/core/errors.js';
 import { assertError } from './error-envelope.js';
 import { bearer } from './fixtures.js';
@@ -148,4 +149,25 @@ export async function sparksOnMe(s: TestServer, key: string): Promise<number> {
   const res = await call(s, key, 'GET', '/v1/me');
   assert.equal(res.statusCode, 200, res.body);
   return res.json<{ sparks_available: number }>().sparks_available;
+}
+
+/**
+ * A queued app run of the team's member (started in the console, no key), written straight into
+ * the table: what tests that check app runs stay out of /v1 and its streams start from.
+ */
+export function insertAppRun(db: Queryable, team: { teamId: string; memberId: string }): Promise<RunRow> {
+  return insertRun(db, {
+    id: randomUUID(),
+    teamId: team.teamId,
+    apiKeyId: null,
+    memberId: team.memberId,
+    toolId: 'test_copy',
+    productId: 'test_copy',
+    inputs: {},
+    price: 0,
+    hold: 0,
+    maxAttempts: 1,
+    idempotencyKey: null,
+    requestHash: null,
+  });
 }
