@@ -21,13 +21,14 @@
  * rounds alternate which goes first; each waits for the previous run's output check; medians.
  * The engine's output steps (probe, sha256, move into storage) are also timed alone on the output.
  *
- * Fairness (issue 20, bench/lib/fairness.ts): team B's enqueue-to-start while team A's backlog of
- * 1,000 runs drains, against B's on an idle system (one worker process, A limited below its slots).
+ * Fairness (issues 20 and 25, bench/lib/fairness.ts): team B's enqueue-to-start while team A's
+ * backlog of 1,000 runs drains, against B's on an idle system (one worker process with this
+ * machine's default concurrency, A at its plan's limit), and how many of A's runs started first.
  *
  * Environment: DATABASE_URL (else an embedded PostgreSQL), BENCH_PACED_RUNS (150), BENCH_PACE_MS
  * (40), BENCH_BURST_RUNS (300), BENCH_CLIENTS (8), BENCH_REAL_SECONDS (2), BENCH_REAL_ROUNDS (3),
  * BENCH_LOG_LEVEL (warn), BENCH_MAX_MINUTES (10), the BENCH_FAIR_* and BENCH_BUSY_MS of fairness.ts;
- * TOOLRUN_WORKER_CONCURRENCY passes through (not to the fairness worker, which sets its own).
+ * TOOLRUN_WORKER_CONCURRENCY passes through (not to the fairness worker, which keeps the default).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -213,14 +214,19 @@ async function main(): Promise<void> {
       }));
     }
     for (const w of workers) await w.stop();
-    const fairWorker = await startAppChild('worker', { ...env, BENCH_WORKERS: 'none', TOOLRUN_WORKER_CONCURRENCY: String(fair.slots) });
+    // The worker as an operator would start it on this machine: default concurrency (cores - 1).
+    const { TOOLRUN_WORKER_CONCURRENCY: _concurrency, ...fairEnv } = env;
+    const fairConfig = loadConfig(fairEnv);
+    const fairSlots = fairConfig.workerConcurrency;
+    const aLimit = fairConfig.runs.teamConcurrency.pro;
+    const fairWorker = await startAppChild('worker', { ...fairEnv, BENCH_WORKERS: 'none' });
     children.push(fairWorker);
     const fairness = await measureFairness({
       url: database.url, apiUrl: apiChild.url, aKey: database.key, aTeamId: teamA, worker: fairWorker, pool, logger,
-      settings: fair, clients: settings.clients, timeoutMs: settings.timeoutMs,
+      settings: fair, slots: fairSlots, clients: settings.clients, timeoutMs: settings.timeoutMs,
     });
     await fairWorker.stop();
-    if (fairness.aQueuedAtEnd === 0) throw new Error(`team A's backlog was gone before B's last run started: raise BENCH_FAIR_BACKLOG or BENCH_BUSY_MS`);
+    if (fairness.aQueued.atLastBQueued === 0) throw new Error(`team A's backlog was gone before B's last run was queued: raise BENCH_FAIR_BACKLOG or BENCH_BUSY_MS`);
     process.stdout.write('  real tool: image_upscale, direct vs API...\n');
     await apiChild.setWorkers('all');
     notifier = new RunNotifier(database.url);
@@ -271,15 +277,17 @@ async function main(): Promise<void> {
         `move into storage ${fmt(real.steps.moveMs, 0)} ms = ${pct((real.steps.probeMs + real.steps.sha256Ms + real.steps.moveMs) / m.direct)} of direct`,
       `CPU s: the API process (with its ffmpeg/ffprobe children) from POST to the final commit; this process for direct`,
       '',
-      `Fairness: ${fair.slots} worker slots, team A limited to ${fair.aLimit} running, ${fair.backlog} ${'bench_busy'} runs of ${fair.busyMs} ms; B ${fair.bRuns} runs every ${fair.bPaceMs} ms`,
+      `Fairness: ${fairSlots} worker slot${fairSlots === 1 ? '' : 's'} (the default here), team A at its plan's limit of ${aLimit}, ${fair.backlog} bench_busy runs of ${fair.busyMs} ms; B ${fair.bRuns} runs every ${fair.bPaceMs} ms per phase`,
       table(
         ['team B', 'e2s p50 ms', 'e2s p99 ms'],
         [
-          ['idle system (baseline)', fmt(fairness.idle.p50, 2), fmt(fairness.idle.p99, 2)],
+          ['idle system', fmt(fairness.idle.p50, 2), fmt(fairness.idle.p99, 2)],
+          [`A's runs hold every slot, none queued (baseline)`, fmt(fairness.held.p50, 2), fmt(fairness.held.p99, 2)],
           [`while A's backlog drains`, fmt(fairness.busy.p50, 2), fmt(fairness.busy.p99, 2)],
         ],
       ),
-      `A: ${fairness.aQueuedAtEnd} runs still queued when B's last run started; at most ${fairness.aPeakRunning} running at once; drained in ${fmt(fairness.aDrainS, 1)} s`,
+      `A: ${fairness.aQueued.atLastBQueued} runs still queued when B's last run was queued, ${fairness.aQueued.atLastBStart} when it started; at most ${fairness.aPeakRunning} running at once; drained in ${fmt(fairness.aDrainS, 1)} s`,
+      `A's runs started while one of B's waited: p50 ${fairness.overtaken.p50}, max ${fairness.overtaken.max} (slots: ${fairSlots})`,
       `load: before ${loadBefore.text}; after ${loadAfter.text}`,
       '',
     ];
@@ -307,9 +315,12 @@ async function main(): Promise<void> {
           baseline: { label: 'the runner called directly', value: m.direct }, target: { on: 'ratio', op: '<', limit: 1 + OVERHEAD_TARGET },
           note: `overhead ${pct(overhead)}` }),
         figure({ name: 'fair_b_e2s_p50', figure: `team B's enqueue-to-start p50 while team A's backlog of ${fair.backlog} drains`, unit: 'ms',
-          value: fairness.busy.p50, baseline: { label: "team B's on an idle system", value: fairness.idle.p50 },
+          value: fairness.busy.p50, baseline: { label: "team B's while A's runs hold every slot, none queued", value: fairness.held.p50 },
           target: { on: 'ratio', op: '<=', limit: FAIR_TARGET },
-          note: `A limited to ${fair.aLimit} of ${fair.slots} slots; ${fairness.aQueuedAtEnd} of A's runs still queued at B's last start; A's peak running ${fairness.aPeakRunning}` }),
+          note: `B on an idle system ${fmt(fairness.idle.p50, 2)} ms; ${fairSlots} slot${fairSlots === 1 ? '' : 's'} (default), A at its limit of ${aLimit}; ${fairness.aQueued.atLastBQueued} of A's runs still queued when B's last run was queued; A's peak running ${fairness.aPeakRunning}` }),
+        figure({ name: 'fair_b_overtaken_max', figure: "the most of team A's queued runs that started while one of team B's runs waited", unit: 'runs',
+          value: fairness.overtaken.max, target: { on: 'value', op: '<=', limit: fairSlots },
+          note: `p50 ${fairness.overtaken.p50}; at most one per slot when teams take turns` }),
         figure({ name: 'engine_overhead_client', figure: 'diag: the same seen by the client (before POST -> NOTIFY of the final commit)', unit: 'ms', value: m.client,
           baseline: { label: 'the runner called directly', value: m.direct } }),
       ],
@@ -325,11 +336,12 @@ async function main(): Promise<void> {
         },
         {
           id: 'fairness',
-          title: `Team B's enqueue-to-start, idle vs while team A's backlog of ${fair.backlog} drains`,
+          title: `Team B's enqueue-to-start with ${fairSlots} slot${fairSlots === 1 ? '' : 's'}: while team A's backlog of ${fair.backlog} drains, while A's runs hold every slot, idle`,
           unit: 'ms',
           series: [
             { label: "while A's backlog drains", role: 'measured', samples: compactSamples(fairness.busy.samples) },
-            { label: 'idle system', role: 'baseline', samples: compactSamples(fairness.idle.samples) },
+            { label: "A's runs hold every slot, none queued", role: 'baseline', samples: compactSamples(fairness.held.samples) },
+            { label: 'idle system', role: 'measured', samples: compactSamples(fairness.idle.samples) },
           ],
         },
         {
@@ -355,8 +367,9 @@ async function main(): Promise<void> {
         notify_round_trip_ms: { p50: notifyP50, p99: percentile(notify, 99) },
         commit_ms: { p50: percentile(commit, 50), p99: percentile(commit, 99) },
         queue: queue.map(({ pacedE2sMs: _s, ...q }) => q),
-        fairness: { settings: fair, idle: { p50: fairness.idle.p50, p99: fairness.idle.p99 }, busy: { p50: fairness.busy.p50, p99: fairness.busy.p99 },
-          a_queued_at_end: fairness.aQueuedAtEnd, a_peak_running: fairness.aPeakRunning, a_drain_s: fairness.aDrainS },
+        fairness: { settings: { ...fair, slots: fairSlots, a_limit: aLimit }, overtaken: fairness.overtaken, idle: { p50: fairness.idle.p50, p99: fairness.idle.p99 },
+          held: { p50: fairness.held.p50, p99: fairness.held.p99 }, busy: { p50: fairness.busy.p50, p99: fairness.busy.p99 },
+          a_queued: fairness.aQueued, a_peak_running: fairness.aPeakRunning, a_drain_s: fairness.aDrainS },
         real_tool: { tool: 'image_upscale', ...real, overhead: { created_to_finished: overhead, client: overheadClient, target: OVERHEAD_TARGET } },
       },
     };

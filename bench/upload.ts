@@ -23,6 +23,9 @@
  * Environment: DATABASE_URL (else an embedded PostgreSQL in a temp dir), BENCH_ROUNDS (5),
  * BENCH_WARMUP (1), BENCH_FILE_MIB (1024), BENCH_PART_MIB (8), BENCH_IN_FLIGHT (4),
  * BENCH_SETTLE_MS (3000), BENCH_LOG_LEVEL (warn).
+ *
+ * BENCH_UPLOAD_STORAGE=s3 measures S3 instead (bench/lib/upload-s3.ts; results in upload-s3.json):
+ * the upload through the service against a plain AWS SDK multipart upload to the same S3.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -32,6 +35,7 @@ import { startApiChild, type ServerChild } from './lib/children.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { compactSamples, envInt, figure, finish, loadNote, machine, median, MIB, type BenchResult, runBench } from './lib/report.js';
 import { uploadOnce, type UploadRun } from './lib/upload-client.js';
+import { s3UploadMain } from './lib/upload-s3.js';
 import { diagnostics, machineLoad, plainWrite, syncDisks, SyntheticFile, type Timing } from './lib/upload-io.js';
 
 const RATIO_TARGET = 0.5;
@@ -223,4 +227,5 @@ async function main(): Promise<void> {
   }
 }
 
-runBench('upload', main);
+if (process.env.BENCH_UPLOAD_STORAGE === 's3') runBench('upload-s3', s3UploadMain);
+else runBench('upload', main);

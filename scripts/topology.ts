@@ -1,5 +1,6 @@
 // `npm run topology`: the scale-out proof. Starts 2 API processes and 2 worker processes (each in
-// its own network namespace where the machine allows), PostgreSQL, s3rver, an HTTPS webhook
+// its own network namespace where the machine allows), PostgreSQL, s3rver (or the S3 named by
+// TEST_S3_ENDPOINT, as in the S3 tests), an HTTPS webhook
 // receiver and a brand test site; drives a load of mixed runs through both APIs; checks that
 // every run ends once, every webhook arrives once, the limits hold across both APIs and the ledger
 // balances; prints a summary table. Exit code 0 when every check passes, 1 otherwise.

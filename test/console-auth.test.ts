@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { createInvite } from '../src/console/invites.js';
-import { SIGN_IN_ATTEMPTS_PER_ACCOUNT, SIGN_IN_ATTEMPTS_PER_ADDRESS } from '../src/console/throttle.js';
 import { addMember, createTeam, removeMember } from '../src/teams/repository.js';
 import { ConsoleClient, inviteAndSignIn, setCookieOf, signedInMember, STRONG_PASSWORD, tokenOf } from './helpers/console.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
@@ -148,43 +147,7 @@ describe('sign-in', () => {
     assert.deepEqual(e.errors?.map((x) => x.loc), [['body', 'password']]);
   });
 
-  test(`throttled per account: after ${SIGN_IN_ATTEMPTS_PER_ACCOUNT} failures, 429 with Retry-After, even with the right password`, async () => {
-    const m = await owner();
-    const client = new ConsoleClient(s.url, { localAddress: '127.0.0.3' });
-    for (let i = 0; i < SIGN_IN_ATTEMPTS_PER_ACCOUNT; i++) {
-      assertError(await client.call('POST', '/console/api/session', { email: m.email, password: `wrong password ${i}` }), 401, 'invalid_credentials');
-    }
-    const e = assertError(await client.call('POST', '/console/api/session', { email: m.email, password: STRONG_PASSWORD }), 429, 'rate_limited');
-    assert.equal(e.details?.reason, 'sign_in_attempts');
-    const retry = Number((await client.call('POST', '/console/api/session', { email: m.email, password: STRONG_PASSWORD })).headers['retry-after']);
-    assert.ok(retry >= 1 && retry <= 900, `Retry-After ${retry}`);
-    // From another address too: the account is what is throttled.
-    assertError(await new ConsoleClient(s.url).call('POST', '/console/api/session', { email: m.email, password: STRONG_PASSWORD }), 429, 'rate_limited');
-    // Another account from the same address is not.
-    const other = await owner();
-    await new ConsoleClient(s.url, { localAddress: '127.0.0.3' }).signIn(other.email);
-    // When the window is over, the account signs in again.
-    await db().pool.query("UPDATE console_signin_attempts SET window_started_at = now() - interval '16 minutes'");
-    await new ConsoleClient(s.url).signIn(m.email);
-  });
-
-  test(`throttled per client address: after ${SIGN_IN_ATTEMPTS_PER_ADDRESS} failures, any account from it gets 429`, async () => {
-    const m = await owner();
-    const far = new ConsoleClient(s.url, { localAddress: '127.0.0.2' });
-    for (let i = 0; i < SIGN_IN_ATTEMPTS_PER_ADDRESS; i++) {
-      assertError(await far.call('POST', '/console/api/session', { email: `guess${i}@example.test`, password: 'a guessed password' }), 401, 'invalid_credentials');
-    }
-    const res = await far.call('POST', '/console/api/session', { email: m.email, password: STRONG_PASSWORD });
-    assertError(res, 429, 'rate_limited');
-    assert.ok(Number(res.headers['retry-after']) >= 1);
-    // The same account from another address signs in.
-    await new ConsoleClient(s.url).signIn(m.email);
-  });
-
-  test('successful sign-ins do not count towards the limits', async () => {
-    const m = await owner();
-    for (let i = 0; i < SIGN_IN_ATTEMPTS_PER_ACCOUNT + 2; i++) await new ConsoleClient(s.url, { localAddress: '127.0.0.4' }).signIn(m.email);
-  });
+  // Throttling: test/console-signin-throttle.test.ts.
 });
 
 describe('sessions', () => {

@@ -189,7 +189,10 @@ describe('the console in Chromium', () => {
     const dialog = page.getByRole('dialog', { name: /Remove linus@example.test/ });
     assert.match(await dialog.innerText(), /stops working for good/);
     await dialog.getByRole('button', { name: 'Remove member' }).click();
-    await page.getByRole('row', { name: /linus@example.test/ }).waitFor({ state: 'detached' });
+    // Both rows go: the member's, and their pending link's (removal voids it).
+    await page.getByRole('region', { name: 'Team members' }).getByRole('row', { name: /linus@example.test/ }).waitFor({ state: 'detached' });
+    await page.getByRole('region', { name: 'Pending invite links' }).waitFor({ state: 'detached' });
+    await page.getByText('No pending links.').waitFor();
     await assertAccessible(page, 'the members page');
     await screenshot(page, 'members');
   });

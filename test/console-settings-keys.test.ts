@@ -172,7 +172,9 @@ describe('the console API document', () => {
     assert.deepEqual(Object.keys(doc.paths).sort(), [
       '/console/api/files/upload-url',
       '/console/api/files/{file_id}/complete',
+      '/console/api/invites',
       '/console/api/invites/accept',
+      '/console/api/invites/{id}/revoke',
       '/console/api/keys',
       '/console/api/keys/{id}/revoke',
       '/console/api/ledger',
@@ -181,6 +183,7 @@ describe('the console API document', () => {
       '/console/api/members/{id}/invite',
       '/console/api/openapi.json',
       '/console/api/overview',
+      '/console/api/password-resets',
       '/console/api/runs',
       '/console/api/runs/{run_id}',
       '/console/api/runs/{run_id}/cancel',

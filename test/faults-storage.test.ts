@@ -13,7 +13,7 @@ import { createToolRegistry } from '../src/tools/registry.js';
 import { makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { api, assertTeamBalanced, uploadReadyFile } from './helpers/faults.js';
 import { filesUnder, mountTmpfs, type Tmpfs } from './helpers/faults-disk.js';
-import { FullS3, S3_CREDENTIALS } from './helpers/faults-s3.js';
+import { FullS3 } from './helpers/faults-s3.js';
 import { assertSettledOnce, ledgerKinds, parseLogLines, waitFinal, type RunState } from './helpers/runs-harness.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { startTestWorker } from './helpers/worker.js';
@@ -136,11 +136,11 @@ describe('S3 storage full (the server refuses the output PUT)', () => {
   before(async () => {
     // The service's S3 client takes its credentials from the SDK's default chain, i.e. these.
     for (const k of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION']) saved[k] = process.env[k];
-    process.env.AWS_ACCESS_KEY_ID = S3_CREDENTIALS.accessKeyId;
-    process.env.AWS_SECRET_ACCESS_KEY = S3_CREDENTIALS.secretAccessKey;
-    process.env.AWS_REGION = 'us-east-1';
     s3 = await FullS3.start(BUCKET);
-    await rig.open({ TOOLRUN_STORAGE: `s3://${BUCKET}/pre`, TOOLRUN_S3_ENDPOINT: s3.endpoint, AWS_REGION: 'us-east-1' });
+    process.env.AWS_ACCESS_KEY_ID = s3.credentials.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = s3.credentials.secretAccessKey;
+    process.env.AWS_REGION = s3.region;
+    await rig.open({ TOOLRUN_STORAGE: `s3://${s3.bucket}/pre`, TOOLRUN_S3_ENDPOINT: s3.endpoint, AWS_REGION: s3.region });
   }, { timeout: 120_000 });
 
   after(async () => {

@@ -1,5 +1,5 @@
-// The presigned URLs of the S3 backend, against a real S3-compatible server (s3rver) over real
-// sockets (test/helpers/files-s3.ts): part URLs are plain SigV4 presigned UploadParts, each signing
+// The presigned URLs of the S3 backend, against s3rver or the real S3 named by TEST_S3_ENDPOINT
+// (test/helpers/s3-target.ts) over real sockets (test/helpers/files-s3.ts): part URLs are plain SigV4 presigned UploadParts, each signing
 // its exact Content-Length, that a tampered copy would not pass; an expired part URL and an expired
 // download URL are refused; a download URL gives the bytes under the file name. (The upload flow
 // itself is in files-s3-uploads.test.ts.)
@@ -165,7 +165,7 @@ describe('S3 backend: presigned URLs', () => {
     assert.ok((await readObject(objectKey(upload.file_id))).equals(png));
   });
 
-  test('an expired part URL is refused by s3rver', async () => {
+  test('an expired part URL is refused by the S3', async () => {
     const upload = await startUpload(png.length, 'late.png', 'image/png');
     // The service signs part URLs for at least 60 s; the storage signs one for 1 s here.
     const url = await s.storage.partUrl(`files/${team.teamId}/${upload.file_id}`, upload.upload_id, { partNumber: 1, sizeBytes: PART }, 1);

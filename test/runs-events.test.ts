@@ -178,7 +178,7 @@ describe('GET /v1/runs/{run_id}/events', () => {
     const refused = asAnswer(await stream(a, id));
     const error = assertError(refused, 429, 'rate_limited');
     assert.equal(refused.headers['retry-after'], '5');
-    assert.deepEqual(error.details, { limit_per_minute: 300, reason: 'too_many_streams', limit_streams_per_key: 10 });
+    assert.deepEqual(error.details, { limit_per_minute: 300, reason: 'too_many_streams', limit_streams_per_key: 10, limit_streams_per_team: 250 });
     const elsewhere = await stream(b, id);
     assert.equal(elsewhere.status, 200);
     open.push(elsewhere);

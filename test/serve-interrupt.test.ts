@@ -33,6 +33,9 @@ describe('Ctrl-C on npm start in a terminal', () => {
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
       await waitFor('the service to print its console link', () => out.includes('/console/invite#token='), 180_000);
+      // On a terminal the demo key and link are printed, and no file of them is written.
+      assert.match(out, /svc_test_[A-Za-z0-9]{40}/);
+      assert.equal(fs.existsSync(path.join(dataDir, 'demo-credentials.txt')), false);
       const pidFile = path.join(dataDir, 'pg', 'postmaster.pid');
       assert.ok(fs.existsSync(pidFile), `embedded PostgreSQL's ${pidFile} while serving`);
       child.stdin.write('\u0003');

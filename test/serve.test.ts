@@ -80,15 +80,24 @@ describe('toolrun serve with the embedded PostgreSQL', () => {
   let demoKey = '';
   let teamId = '';
 
-  test('first start: listens, prints the demo key and a curl line once, and serves it', async () => {
+  test('first start: listens, writes the demo key, a curl line and the invite link to an owner-only file it names once, and serves it', async () => {
     const s = await startServe(dataDir);
     const pid = await pgPid(dataDir);
     try {
-      // The banner is written with the listening line; a later request's log line comes after it.
+      // The line naming the file is written with the listening line; a later request's log line comes after it.
       await requestLogged(s);
-      const banner = s.proc.stdoutLines.filter((l) => !l.startsWith('{'));
+      // stdout is a pipe here, not a terminal: the key and link are not printed, only where they are.
+      const file = path.join(dataDir, 'demo-credentials.txt');
+      assert.deepEqual(
+        s.proc.stdoutLines.filter((l) => l.trim() && !l.startsWith('{')),
+        [`Demo team created (plan pro, 1000 Sparks). Its API key and the owner's console invite link are in ${file} (readable by this user only).`],
+      );
+      assert.doesNotMatch(s.proc.stdout, KEY_PATTERN);
+      assert.doesNotMatch(s.proc.stdout, /#token=/);
+      assert.equal(fs.statSync(file).mode & 0o777, 0o600, 'readable by its owner only');
+      const banner = fs.readFileSync(file, 'utf8').split('\n');
       const text = banner.join('\n');
-      assert.equal(text.match(/Demo team created/g)?.length, 1, `one banner expected:\n${s.proc.stdout}`);
+      assert.equal(text.match(/Demo team created/g)?.length, 1, `one banner expected:\n${text}`);
       const keys = [...new Set(text.match(KEY_PATTERN) ?? [])];
       assert.equal(keys.length, 1, `one demo key expected, got ${keys.length}`);
       demoKey = keys[0] ?? '';
@@ -103,7 +112,7 @@ describe('toolrun serve with the embedded PostgreSQL', () => {
       const accepted = await fetch(`${s.url}/console/api/invites/accept`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ token, password: 'the demo owner password' }),
+        body: JSON.stringify({ token, password: 'the demo team passphrase' }),
       });
       assert.equal(accepted.status, 200, await accepted.clone().text());
       assert.equal(((await accepted.json()) as { member: { email: string } }).member.email, 'owner@demo.invalid');
@@ -186,6 +195,7 @@ describe('toolrun serve with the embedded PostgreSQL', () => {
       await requestLogged(s);
       assert.doesNotMatch(s.proc.stdout, /Demo team created/);
       assert.doesNotMatch(s.proc.stdout, KEY_PATTERN);
+      assert.match(fs.readFileSync(path.join(dataDir, 'demo-credentials.txt'), 'utf8'), new RegExp(demoKey), 'the first start\'s file is left as it was');
       assert.deepEqual(
         s.proc.stdoutLines.filter((l) => l.trim() && !l.startsWith('{')),
         [],
@@ -246,7 +256,10 @@ describe('two services started together on a new data directory', () => {
     const pid = await pgPid(dataDir);
     try {
       await Promise.all([requestLogged(a), requestLogged(b)]);
-      const keys = [...new Set(`${a.proc.stdout}\n${b.proc.stdout}`.match(KEY_PATTERN) ?? [])];
+      assert.doesNotMatch(`${a.proc.stdout}\n${b.proc.stdout}`, KEY_PATTERN);
+      const named = `${a.proc.stdout}\n${b.proc.stdout}`.match(/Demo team created/g) ?? [];
+      assert.equal(named.length, 1, 'exactly one of the two seeds, and says so once');
+      const keys = [...new Set(fs.readFileSync(path.join(dataDir, 'demo-credentials.txt'), 'utf8').match(KEY_PATTERN) ?? [])];
       assert.equal(keys.length, 1, 'exactly one demo key expected across both');
       const key = keys[0] ?? '';
       for (const s of [a, b]) assert.equal((await getJson(`${s.url}/v1/me`, key)).status, 200);

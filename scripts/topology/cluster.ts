@@ -1,25 +1,25 @@
 // Starts the scale-out topology: 2 API processes (`toolrun serve --no-workers`) and 2 worker
 // processes (`toolrun worker`), each on its own host, sharing one PostgreSQL and one
-// S3-compatible server (s3rver) and nothing else: no shared memory, no shared disk (each has its
+// S3-compatible server (s3rver, or the real S3 named by TEST_S3_ENDPOINT: test/helpers/s3-target.ts)
+// and nothing else: no shared memory, no shared disk (each has its
 // own data and temporary directories), only what they reach over the network. Beside them: an
 // HTTPS webhook receiver and the brand test site the brand-kit runs read.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import S3rver from 's3rver';
 import selfsigned from 'selfsigned';
 import { createDb, type Db } from '../../src/db/pool.js';
 import { BrandSite } from '../../test/helpers/brand-site.js';
 import { cliEnv } from '../../test/helpers/process.js';
+import { startS3Target } from '../../test/helpers/s3-target.js';
 import { startForwarder, type Forwarder } from './forwarder.js';
 import { createNetwork, type Network } from './network.js';
 import { killAllSync, ServiceProcess } from './processes.js';
 import { WebhookSink } from './sink.js';
 
 export const BUCKET = 'toolrun-topology';
-const S3_KEY = 'S3RVER';
-/** Small parts so that every upload goes through several presigned part URLs. */
+/** Small parts so that every upload goes through several presigned part URLs (a real S3: its minimum). */
 export const PART_SIZE = 16 * 1024;
 const API_PORT = 8080;
 
@@ -110,10 +110,9 @@ export async function startTopology(opts: TopologyOptions): Promise<Topology> {
     const gw = net.gatewayIp;
     const tls = await makeCertificate(tmp, ['127.0.0.1', gw]);
 
-    const s3 = new S3rver({ port: 0, address: gw, silent: true, directory: path.join(tmp, 's3'), configureBuckets: [{ name: BUCKET }] });
-    const s3Address = await s3.run();
+    const s3 = await startS3Target(BUCKET, { address: gw });
     cleanups.push(() => s3.close());
-    const s3Endpoint = `http://${gw}:${s3Address.port}`;
+    const partSize = Math.max(PART_SIZE, s3.minPartBytes);
 
     const db = createDb({ connectionString: opts.databaseUrl, logger: pino({ level: 'silent' }), max: 8, applicationName: 'toolrun-topology' });
     cleanups.push(() => db.close());
@@ -131,6 +130,10 @@ export async function startTopology(opts: TopologyOptions): Promise<Topology> {
     };
     const pgUrl = new URL(opts.databaseUrl);
     const pgAt = await reach(pgUrl.hostname, Number(pgUrl.port || 5432));
+    // A real S3 on this machine's loopback is reached by namespaced hosts through a forwarder too.
+    const s3Url = new URL(s3.endpoint);
+    const s3At = s3.kind === 'real' && ['127.0.0.1', 'localhost'].includes(s3Url.hostname) ? await reach(s3Url.hostname, Number(s3Url.port)) : null;
+    const s3Endpoint = s3At ? `http://${s3At.host}:${s3At.port}` : s3.endpoint;
     const servicePgUrl = new URL(opts.databaseUrl);
     servicePgUrl.hostname = pgAt.host;
     servicePgUrl.port = String(pgAt.port);
@@ -147,13 +150,13 @@ export async function startTopology(opts: TopologyOptions): Promise<Topology> {
       DATABASE_URL: servicePgUrl.toString(),
       LOG_LEVEL: 'info',
       TOOLRUN_DEMO_SEED: 'false',
-      TOOLRUN_STORAGE: `s3://${BUCKET}/topology`,
+      TOOLRUN_STORAGE: `s3://${s3.bucket}/topology`,
       TOOLRUN_S3_ENDPOINT: s3Endpoint,
-      TOOLRUN_PART_SIZE_BYTES: String(PART_SIZE),
-      TOOLRUN_S3_ALLOW_SMALL_PARTS: 'true',
-      AWS_ACCESS_KEY_ID: S3_KEY,
-      AWS_SECRET_ACCESS_KEY: S3_KEY,
-      AWS_REGION: 'us-east-1',
+      TOOLRUN_PART_SIZE_BYTES: String(partSize),
+      ...(partSize < 5 * 1024 * 1024 ? { TOOLRUN_S3_ALLOW_SMALL_PARTS: 'true' } : {}),
+      AWS_ACCESS_KEY_ID: s3.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: s3.credentials.secretAccessKey,
+      AWS_REGION: s3.region,
       // The webhook receiver and the brand site are on private addresses, with a private CA.
       TOOLRUN_ALLOW_PRIVATE_NETWORK: 'true',
       NODE_EXTRA_CA_CERTS: tls.certFile,

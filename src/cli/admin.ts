@@ -13,13 +13,12 @@ import {
   listTeams,
   mustGetTeam,
   PLANS,
-  removeMember,
   ROLES,
-  updateMember,
   updateTeam,
   type Member,
   type Team,
 } from '../teams/repository.js';
+import { removeMember, updateMember } from '../teams/membership.js';
 
 // `default` stays a word here (commander turns a parser's null into ''); the action maps it to null.
 function concurrentRuns(raw: string): number | 'default' {
@@ -135,7 +134,7 @@ export function adminCommand(config: Config, withDb: WithDb): Command {
 
   member
     .command('invite')
-    .description('print a one-time link that sets the member\'s console password (valid 72 hours; replaces earlier links)')
+.description('print a one-time link that sets the member\'s console password (valid 72 hours; replaces earlier links)')
     .requiredOption('--member <id>', 'member id', uuid('--member'))
     .action((o: { member: string }) =>
       withDb(async (db) => {

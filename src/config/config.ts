@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,6 +23,10 @@ export interface Config {
   keyCacheMaxAgeMs: number;
   /** Lookups a second, per process, of keys not seen authenticate recently (0: no limit); see UnrecognisedKeyGate. */
   unrecognisedKeysPerSecond: number;
+  /** Open event streams a process holds, in all and per team (the per-key bound is fixed: 10). */
+  streams: HeldRequestBounds;
+  /** `Prefer: wait` requests a process holds waiting, in all and per team (per key: 10). */
+  waiters: HeldRequestBounds;
   /**
    * Which proxies in front of the service to believe about the client's address
    * (X-Forwarded-For), as Fastify's `trustProxy` takes it: false (none: the client is the peer of
@@ -30,12 +35,20 @@ export interface Config {
   trustProxy: false | number | string[];
   workerConcurrency: number;
   allowPrivateNetwork: boolean;
+  /** Chromium for brand_kit_extract's render mode (TOOLRUN_BROWSER_PATH); null: pages are read without a browser. */
+  browserPath: string | null;
   demoSeed: boolean;
   storage: StorageConfig;
   files: FilesConfig;
   runs: RunsConfig;
   webhooks: WebhooksConfig;
   metrics: MetricsConfig;
+}
+
+export interface HeldRequestBounds {
+  perProcess: number;
+  /** One team's share of perProcess (a quarter unless set), so no team can take every place. */
+  perTeam: number;
 }
 
 export interface MetricsConfig {
@@ -252,6 +265,11 @@ function httpTimeouts(env: Env): HttpTimeoutsConfig {
   };
 }
 
+function heldRequestBounds(env: Env, processVar: string, teamVar: string): HeldRequestBounds {
+  const perProcess = int(env, processVar, 1000, 1, 1_000_000);
+  return { perProcess, perTeam: int(env, teamVar, Math.max(1, Math.floor(perProcess / 4)), 1, perProcess) };
+}
+
 const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
 
 function trustProxy(env: Env): false | number | string[] {
@@ -280,6 +298,21 @@ function trustProxy(env: Env): false | number | string[] {
     }
   }
   return entries;
+}
+
+/** An executable file, checked at start-up so a wrong path stops the service instead of every render. */
+function browserPath(env: Env): string | null {
+  const name = 'TOOLRUN_BROWSER_PATH';
+  const raw = str(env, name, '');
+  if (raw === '') return null;
+  if (!path.isAbsolute(raw)) throw new ConfigError(name, `must be the absolute path of a Chromium executable (e.g. /usr/bin/chromium), got "${raw}"`);
+  try {
+    if (!fs.statSync(raw).isFile()) throw new Error('not a file');
+    fs.accessSync(raw, fs.constants.X_OK);
+  } catch {
+    throw new ConfigError(name, `must be the path of an executable Chromium (e.g. /usr/bin/chromium); "${raw}" is not an executable file`);
+  }
+  return raw;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -312,6 +345,14 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   if (storage.kind === 's3' && partSizeBytes < 5 * MIB && !(bool(env, 'TOOLRUN_S3_ALLOW_SMALL_PARTS', false) && !production)) {
     throw new ConfigError('TOOLRUN_PART_SIZE_BYTES', `must be at least ${5 * MIB} (5 MiB) with S3 storage, got ${partSizeBytes}`);
   }
+  // Where the store's minimum is known (AWS itself: no endpoint, or an amazonaws.com one), small
+  // parts could never be assembled: refuse the test-only switch rather than every completion.
+  if (storage.kind === 's3' && partSizeBytes < 5 * MIB && (storage.endpoint === null || /(^|\.)amazonaws\.com(\.cn)?$/.test(new URL(storage.endpoint).hostname))) {
+    throw new ConfigError(
+      'TOOLRUN_S3_ALLOW_SMALL_PARTS',
+      `cannot take effect on AWS S3, whose minimum part size is ${5 * MIB} (5 MiB); set TOOLRUN_PART_SIZE_BYTES to at least that, got ${partSizeBytes}`,
+    );
+  }
   const retryRaw = env.TOOLRUN_WEBHOOK_RETRY_DELAYS;
   let retryDelaysSeconds = [60, 300, 1800, 7200, 43200];
   if (retryRaw !== undefined && retryRaw !== '') {
@@ -337,9 +378,12 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     rateReservationMs: int(env, 'TOOLRUN_RATE_RESERVATION_MS', 1000, 1, 60_000),
     keyCacheMaxAgeMs: int(env, 'TOOLRUN_KEY_CACHE_MAX_AGE_MS', 5000, 0, 60_000),
     unrecognisedKeysPerSecond: int(env, 'TOOLRUN_UNRECOGNISED_KEYS_PER_SECOND', 500, 0, 1_000_000),
+    streams: heldRequestBounds(env, 'TOOLRUN_STREAMS_PER_PROCESS', 'TOOLRUN_STREAMS_PER_TEAM'),
+    waiters: heldRequestBounds(env, 'TOOLRUN_WAITERS_PER_PROCESS', 'TOOLRUN_WAITERS_PER_TEAM'),
     trustProxy: trustProxy(env),
     workerConcurrency: int(env, 'TOOLRUN_WORKER_CONCURRENCY', Math.max(1, cores - 1), 1, 256),
     allowPrivateNetwork,
+    browserPath: browserPath(env),
     demoSeed: bool(env, 'TOOLRUN_DEMO_SEED', !production),
     storage,
     webhooks: {

@@ -38,3 +38,21 @@ export function sessionCookie(token: string, opts: CookieOptions): string {
 export function clearedSessionCookie(secure: boolean): string {
   return sessionCookie('', { secure, maxAgeSeconds: 0 });
 }
+
+/** The device cookie: marks a browser that signed in to an account before (see throttle.ts). */
+export const DEVICE_COOKIE = 'toolrun_device';
+
+/**
+ * Sent only to the sign-in endpoint, which alone reads it; SameSite=Strict, as no other site has a
+ * reason to make a browser sign in here.
+ */
+export function deviceCookie(token: string, opts: CookieOptions): string {
+  return [
+    `${DEVICE_COOKIE}=${token}`,
+    'Path=/console/api/session',
+    `Max-Age=${Math.max(0, Math.floor(opts.maxAgeSeconds))}`,
+    'HttpOnly',
+    'SameSite=Strict',
+    ...(opts.secure ? ['Secure'] : []),
+  ].join('; ');
+}

@@ -1,10 +1,19 @@
 import type { Role } from '../auth/repository.js';
 import type { Db, Queryable } from '../db/pool.js';
-import { ApiError } from '../core/errors.js';
-import { addMember, AdminError, getMember, removeMember, updateMember, type Member } from '../teams/repository.js';
+import { ApiError, type ErrorCode, type Loc } from '../core/errors.js';
+import { addMemberWithInvite, pendingInvites, resetLinksFor, revokeInvite } from '../teams/invites.js';
+import { removeMember, updateMember, type Actor } from '../teams/membership.js';
+import { AdminError } from '../teams/repository.js';
+import { asApiErrors } from './errors.js';
 import type { ConsoleSession } from './guard.js';
-import { createInvite, type Invite } from './invites.js';
+import { createInvite, inviteUrl, newInviteToken, type Invite } from './invites.js';
 import type { MemberView } from './schemas.js';
+import type { PendingInviteView, ResetNoticeView } from './schemas-members.js';
+
+/**
+ * The console's side of Settings > Members: the signed-in member is the actor and the team's rules
+ * (src/teams/membership.ts, src/teams/invites.ts) decide; this file shapes their answers.
+ */
 
 export async function listMembers(db: Queryable, teamId: string): Promise<MemberView[]> {
   const { rows } = await db.query<{ id: string; email: string; role: Role; created_at: Date; has_password: boolean }>(
@@ -26,29 +35,22 @@ async function memberView(db: Queryable, id: string): Promise<MemberView> {
   return { ...r, created_at: r.created_at.toISOString() };
 }
 
-/**
- * Who may do what to whom, on top of the team's rules (src/teams/repository.ts: the last owner
- * stays): owners and admins manage members, and only an owner gives the owner role or changes or
- * removes an owner, so an admin cannot take the team over.
- */
-function requireMayChange(actor: ConsoleSession, target: { role: Role } | null, newRole: Role | null): void {
-  if (actor.role !== 'owner' && actor.role !== 'admin') {
-    throw new ApiError('insufficient_role', `Only owners and admins manage members; your role is ${actor.role}.`, {
-      details: { required_role: 'admin', role: actor.role },
-    });
-  }
-  if (actor.role !== 'owner' && (newRole === 'owner' || target?.role === 'owner')) {
-    throw new ApiError('insufficient_role', 'Only an owner gives the owner role, or changes or removes an owner.', {
-      details: { required_role: 'owner', role: actor.role },
-    });
-  }
+function actorOf(s: ConsoleSession): Actor & { kind: 'member' } {
+  return { kind: 'member', memberId: s.memberId, teamId: s.teamId };
 }
 
-/** The team's active member, or member_not_found (another team's included). */
-async function teamMember(db: Queryable, actor: ConsoleSession, id: string): Promise<Member> {
-  const m = await getMember(db, id);
-  if (!m || m.removed_at || m.team_id !== actor.teamId) throw new AdminError(`no member ${id} in this team`, 'member_not_found');
-  return m;
+/** The shared refusals as API errors; a role refusal keeps the rule's own message and the role it needed. */
+function asMemberErrors<T>(fn: () => Promise<T>, codes: { not_found?: ErrorCode; loc?: Loc } = {}): Promise<T> {
+  return asApiErrors(async () => {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof AdminError && err.reason === 'insufficient_role') {
+        throw new ApiError('insufficient_role', err.message, err.details ? { details: err.details } : {});
+      }
+      throw err;
+    }
+  }, codes);
 }
 
 export async function inviteNewMember(
@@ -57,25 +59,42 @@ export async function inviteNewMember(
   actor: ConsoleSession,
   input: { email: string; role: Role },
 ): Promise<{ member: MemberView } & Invite> {
-  requireMayChange(actor, null, input.role);
-  const member = await addMember(db, { teamId: actor.teamId, email: input.email, role: input.role });
-  const invite = await createInvite(db, publicBaseUrl, member.id, { teamId: actor.teamId });
-  return { member: await memberView(db.pool, member.id), ...invite };
+  const { token, hash } = newInviteToken();
+  const made = await asMemberErrors(() => addMemberWithInvite(db, actorOf(actor), { teamId: actor.teamId, ...input }, hash), { loc: ['body', 'email'] });
+  return { member: await memberView(db.pool, made.member.id), invite_url: inviteUrl(publicBaseUrl, token), expires_at: made.expires_at.toISOString() };
 }
 
-export async function inviteMember(db: Db, publicBaseUrl: string, actor: ConsoleSession, id: string): Promise<Invite> {
-  requireMayChange(actor, await teamMember(db.pool, actor, id), null);
-  return createInvite(db, publicBaseUrl, id, { teamId: actor.teamId });
+export function inviteMember(db: Db, publicBaseUrl: string, actor: ConsoleSession, id: string): Promise<Invite> {
+  return asMemberErrors(() => createInvite(db, publicBaseUrl, id, actorOf(actor)));
 }
 
 export async function changeRole(db: Db, actor: ConsoleSession, id: string, role: Role): Promise<MemberView> {
-  requireMayChange(actor, await teamMember(db.pool, actor, id), role);
-  await updateMember(db, id, role);
+  await asMemberErrors(() => updateMember(db, id, role, actorOf(actor)));
   return memberView(db.pool, id);
 }
 
 export async function removeTeamMember(db: Db, actor: ConsoleSession, id: string): Promise<{ id: string; removed: true }> {
-  requireMayChange(actor, await teamMember(db.pool, actor, id), null);
-  await removeMember(db, id);
+  await asMemberErrors(() => removeMember(db, id, actorOf(actor)));
   return { id, removed: true };
+}
+
+export async function listPendingInvites(db: Db, actor: ConsoleSession): Promise<PendingInviteView[]> {
+  const links = await asMemberErrors(() => pendingInvites(db, actorOf(actor)));
+  return links.map((l) => ({ ...l, created_at: l.created_at.toISOString(), expires_at: l.expires_at.toISOString() }));
+}
+
+export async function revokePendingInvite(db: Db, actor: ConsoleSession, id: string): Promise<{ id: string; revoked: true }> {
+  await asMemberErrors(() => revokeInvite(db, actorOf(actor), id), { not_found: 'invite_invalid' });
+  return { id, revoked: true };
+}
+
+export async function myResetNotices(db: Db, s: ConsoleSession): Promise<ResetNoticeView[]> {
+  const iso = (d: Date | null) => (d ? d.toISOString() : null);
+  return (await resetLinksFor(db, s.memberId)).map((n) => ({
+    created_by: n.created_by,
+    created_at: n.created_at.toISOString(),
+    expires_at: n.expires_at.toISOString(),
+    used_at: iso(n.used_at),
+    revoked_at: iso(n.revoked_at),
+  }));
 }

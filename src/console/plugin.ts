@@ -5,10 +5,11 @@ import type { Db } from '../db/pool.js';
 import type { MediaBinaries } from '../media/binaries.js';
 import type { Storage } from '../storage/storage.js';
 import type { ToolRegistry } from '../tools/registry.js';
-import { anyRequestErrorResponses } from '../core/schemas.js';
+import { anyRequestErrorResponses, errorResponses } from '../core/schemas.js';
 import { consoleGuard } from './guard.js';
 import { buildConsoleDocument, documentedRoute, type DocumentedRoute } from './openapi.js';
 import { DummyHash } from './passwords.js';
+import { consoleRateLimit } from './rate-limit.js';
 import { keyRoutes } from './routes-keys.js';
 import { memberRoutes } from './routes-members.js';
 import { playgroundRoutes } from './routes-playground.js';
@@ -39,11 +40,23 @@ export function consoleApi(opts: Omit<ConsoleDeps, 'dummyHash'>): FastifyPluginA
     const deps: ConsoleDeps = { ...opts, dummyHash: new DummyHash() };
     const routes: DocumentedRoute[] = [];
     app.addHook('onRoute', (route) => {
+      // Every route behind a session may answer 429 (the member's bucket): documented as such.
+      const schema = route.schema as { response?: Record<number, unknown> } | undefined;
+      if (schema?.response && (route.config as { consoleAccess?: string } | undefined)?.consoleAccess !== 'public' && !schema.response[429]) {
+        schema.response = { ...schema.response, 429: errorResponses('rate_limited')[429] };
+      }
       const documented = documentedRoute(route);
       if (documented) routes.push(documented);
     });
     app.decorateRequest('consoleSession', null);
     app.addHook('onRequest', consoleGuard(opts.config, opts.db));
+    app.addHook('onRequest', consoleRateLimit(opts.db));
+    // Console answers carry a session's data, keys, signing secrets and invite links: no cache
+    // (the browser's, a proxy's) may keep any of them, errors included.
+    app.addHook('onSend', (_request, reply, payload, done) => {
+      reply.header('Cache-Control', 'no-store');
+      done(null, payload);
+    });
 
     await app.register(sessionRoutes(deps));
     await app.register(keyRoutes(deps));

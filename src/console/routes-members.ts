@@ -1,17 +1,21 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ErrorCode } from '../core/errors.js';
 import { errorResponses } from '../core/schemas.js';
-import { asApiErrors } from './errors.js';
 import { canManage, requireSession } from './guard.js';
-import { changeRole, inviteMember, inviteNewMember, listMembers, removeTeamMember } from './members.js';
+import { changeRole, inviteMember, inviteNewMember, listMembers, listPendingInvites, myResetNotices, removeTeamMember, revokePendingInvite } from './members.js';
 import type { ConsoleDeps } from './plugin.js';
 import { SESSION_ERRORS } from './routes-session.js';
 import { AddedMemberSchema, AddMemberBodySchema, ChangeRoleBodySchema, IdParamsSchema, InviteSchema, MemberListSchema, MemberSchema, RemovedMemberSchema } from './schemas.js';
+import { PendingInviteListSchema, ResetNoticeListSchema, RevokedInviteSchema } from './schemas-members.js';
 
 const BODY: ErrorCode[] = ['payload_too_large', 'unsupported_media_type'];
 const MANAGE: ErrorCode[] = [...SESSION_ERRORS, ...BODY, 'insufficient_role', 'member_not_found'];
 
-/** Settings > Members: invite, change role, remove; the team's rules live in src/teams/repository.ts. */
+/**
+ * Settings > Members: invite, change role, remove, the pending links and their revocation, and the
+ * reset links made for the signed-in member; the team's rules live in src/teams (membership.ts,
+ * invites.ts).
+ */
 export function memberRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
   const base = deps.config.publicBaseUrl;
   return async (app) => {
@@ -44,9 +48,9 @@ export function memberRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         const s = requireSession(request);
-        const added = await asApiErrors(() => inviteNewMember(deps.db, base, s, { email: request.body.email, role: request.body.role as 'owner' | 'admin' | 'member' }), {
-          loc: ['body', 'email'],
-        });
+        const added = await inviteNewMember(deps.db, base, s, { email: request.body.email, role: request.body.role as 'owner' | 'admin' | 'member' });
+        // The answer carries the link's token.
+        reply.header('Cache-Control', 'no-store');
         return reply.status(201).send(added);
       },
     );
@@ -56,13 +60,17 @@ export function memberRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
       {
         schema: {
           operationId: 'inviteMember',
-          summary: "A new invite link for a member; earlier links stop working",
+          summary: 'A new invite link for a member; earlier links stop working. Only an owner makes one for a member who has a password (it resets it)',
           tags: ['members'],
           params: IdParamsSchema,
           response: { 201: InviteSchema, ...errorResponses(...MANAGE) },
         },
       },
-      async (request, reply) => reply.status(201).send(await asApiErrors(() => inviteMember(deps.db, base, requireSession(request), request.params.id))),
+      async (request, reply) => {
+        const invite = await inviteMember(deps.db, base, requireSession(request), request.params.id);
+        reply.header('Cache-Control', 'no-store');
+        return reply.status(201).send(invite);
+      },
     );
 
     app.patch(
@@ -79,7 +87,7 @@ export function memberRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         const s = requireSession(request);
-        const changed = await asApiErrors(() => changeRole(deps.db, s, request.params.id, request.body.role as 'owner' | 'admin' | 'member'));
+        const changed = await changeRole(deps.db, s, request.params.id, request.body.role as 'owner' | 'admin' | 'member');
         deps.teamChanged(s.teamId);
         return changed;
       },
@@ -98,9 +106,57 @@ export function memberRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         const s = requireSession(request);
-        const removed = await asApiErrors(() => removeTeamMember(deps.db, s, request.params.id));
+        const removed = await removeTeamMember(deps.db, s, request.params.id);
         deps.teamChanged(s.teamId);
         return removed;
+      },
+    );
+
+    app.get(
+      '/console/api/invites',
+      {
+        schema: {
+          operationId: 'listInvites',
+          summary: "The team's pending invite links: for whom, made by whom, until when (owners and admins)",
+          tags: ['members'],
+          response: { 200: PendingInviteListSchema, ...errorResponses('session_required', 'insufficient_role') },
+        },
+      },
+      async (request, reply) => {
+        const data = await listPendingInvites(deps.db, requireSession(request));
+        reply.header('Cache-Control', 'no-store');
+        return { data };
+      },
+    );
+
+    app.post(
+      '/console/api/invites/:id/revoke',
+      {
+        schema: {
+          operationId: 'revokeInvite',
+          summary: 'Revoke a pending invite link: it no longer sets a password',
+          tags: ['members'],
+          params: IdParamsSchema,
+          response: { 200: RevokedInviteSchema, ...errorResponses(...SESSION_ERRORS, ...BODY, 'insufficient_role', 'invite_invalid') },
+        },
+      },
+      async (request) => revokePendingInvite(deps.db, requireSession(request), request.params.id),
+    );
+
+    app.get(
+      '/console/api/password-resets',
+      {
+        schema: {
+          operationId: 'listMyPasswordResets',
+          summary: 'Links made to reset your password in the last 30 days, by whom, and whether they were used',
+          tags: ['members'],
+          response: { 200: ResetNoticeListSchema, ...errorResponses('session_required') },
+        },
+      },
+      async (request, reply) => {
+        const data = await myResetNotices(deps.db, requireSession(request));
+        reply.header('Cache-Control', 'no-store');
+        return { data };
       },
     );
   };

@@ -59,6 +59,7 @@ export function playgroundRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
     app.post(
       '/console/api/files/upload-url',
       {
+        config: { consoleRate: 'upload' },
         schema: {
           operationId: 'createFileUpload',
           summary: 'Start an upload for the playground: part URLs to PUT the bytes to (as /v1)',
@@ -76,6 +77,7 @@ export function playgroundRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
     app.post(
       '/console/api/files/:file_id/complete',
       {
+        config: { consoleRate: 'upload' },
         schema: {
           operationId: 'completeFileUpload',
           summary: 'Complete a playground upload; the bytes are checked and probed (as /v1)',

@@ -4,9 +4,10 @@ import { ApiError, type ErrorCode } from '../core/errors.js';
 import { errorResponses } from '../core/schemas.js';
 import { runsThisHour } from '../runs/repository.js';
 import { mustGetTeam } from '../teams/repository.js';
-import { clearedSessionCookie, readCookie, SESSION_COOKIE, sessionCookie } from './cookies.js';
+import { clearedSessionCookie, DEVICE_COOKIE, deviceCookie, readCookie, SESSION_COOKIE, sessionCookie } from './cookies.js';
 import { requireSession, secureCookies, type ConsoleSession } from './guard.js';
 import { acceptInvite } from './invites.js';
+import { refuseWeakInvitePassword } from './invite-password.js';
 import type { ConsoleDeps } from './plugin.js';
 import { AcceptInviteBodySchema, OverviewSchema, SessionSchema, SignedOutSchema, SignInBodySchema, type SessionView } from './schemas.js';
 import { createSession, deleteSession, findSession, type SessionMember } from './sessions.js';
@@ -47,8 +48,12 @@ export function sessionRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        const { token, session } = await signIn(deps.db, deps.dummyHash, { ...request.body, ip: request.ip });
-        return startSession(reply, token, session);
+        const device = readCookie(request.headers.cookie, DEVICE_COOKIE);
+        const signedIn = await signIn(deps.db, deps.dummyHash, { ...request.body, ip: request.ip, device });
+        const view = startSession(reply, signedIn.token, signedIn.session);
+        // Marks this browser as one that signed in to the account: failures elsewhere never refuse it.
+        reply.header('Set-Cookie', deviceCookie(signedIn.device, { secure, maxAgeSeconds: signedIn.deviceMaxAgeSeconds }));
+        return view;
       },
     );
 
@@ -99,11 +104,13 @@ export function sessionRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
+        // The password policy (common, repeated, or containing the email) before the link is used.
+        await refuseWeakInvitePassword(deps.db.pool, request.body.token, request.body.password);
         const member = await acceptInvite(deps.db, request.body.token, request.body.password);
         if (!member) {
           throw new ApiError(
             'invite_invalid',
-            'This invite link is unknown, already used, replaced by a later link or expired. Ask a team owner or admin for a new one.',
+            'This invite link is unknown, already used, replaced by a later link, revoked or expired, or no longer valid (the member\'s role changed, or whoever made it left or lost the role to make it). Ask a team owner or admin for a new one.',
           );
         }
         // A session the browser held before (another member's, say) ends: the link signs in its own member.

@@ -15,6 +15,20 @@ import { DeliveryListSchema, DeliveryParamsSchema, IdParamsSchema, RedeliveredSc
 const BODY: ErrorCode[] = ['payload_too_large', 'unsupported_media_type'];
 const MANAGE: ErrorCode[] = [...SESSION_ERRORS, ...BODY, 'insufficient_role', 'webhook_endpoint_not_found'];
 
+/**
+ * What a member (not an owner or admin) sees of an endpoint's URL: scheme and host. The path and
+ * query often carry a token the receiver checks, and /v1 shows endpoints to owners' and admins'
+ * keys only.
+ */
+export function maskedUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}/…`;
+  } catch {
+    return '…';
+  }
+}
+
 const notFound = (id: string) => new ApiError('webhook_endpoint_not_found', `No webhook endpoint ${id} in this team.`);
 
 /**
@@ -30,14 +44,16 @@ export function webhookConsoleRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypeb
       {
         schema: {
           operationId: 'listWebhooks',
-          summary: "The team's webhook endpoints",
+          summary: "The team's webhook endpoints; a member (not an owner or admin) sees each URL's scheme and host only",
           tags: ['webhooks'],
           response: { 200: WebhookListSchema, ...errorResponses('session_required') },
         },
       },
       async (request) => {
         const s = requireSession(request);
-        return { data: (await listEndpoints(deps.db.pool, s.teamId)).map(endpointResource), can_manage: canManage(s) };
+        const manager = canManage(s);
+        const data = (await listEndpoints(deps.db.pool, s.teamId)).map(endpointResource);
+        return { data: manager ? data : data.map((e) => ({ ...e, url: maskedUrl(e.url) })), can_manage: manager };
       },
     );
 
@@ -99,6 +115,8 @@ export function webhookConsoleRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypeb
     app.post(
       '/console/api/webhooks/:id/test',
       {
+        // Each ping opens a connection to a URL of the team's choosing: the tightest lane.
+        config: { consoleRate: 'outbound' },
         schema: {
           operationId: 'testWebhook',
           summary: 'Send a signed ping now and report how the endpoint answered',

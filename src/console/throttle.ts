@@ -1,27 +1,60 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { clientGroup } from '../auth/client-address.js';
+import { ApiError } from '../core/errors.js';
 import type { Queryable } from '../db/pool.js';
+import { isDeviceOf } from './devices.js';
+import { hashToken } from './tokens.js';
 
-/** Sign-in attempts (failed ones, in effect: a success takes its attempt back) allowed per window. */
+/**
+ * Sign-in throttling. Attempts count in fixed 15-minute windows, shared by every API process
+ * (PostgreSQL), and a success takes its attempt back, so in effect failures count:
+ * - per client group (an IPv4 address, an IPv6 /64: clientGroup()) across accounts, and per
+ *   (account, client group): past their limits that client is refused (429) for the window;
+ * - per account, from every client without its device cookie: never refused, only slowed
+ *   (progressive delay), so nobody can lock a member out by failing from elsewhere;
+ * - per device cookie: a browser that signed in to the account before skips the buckets above and
+ *   counts in its own; past its limit the cookie counts for nothing until the window ends.
+ */
 export const SIGN_IN_WINDOW_SECONDS = 15 * 60;
-export const SIGN_IN_ATTEMPTS_PER_ACCOUNT = 10;
-/** Higher: several people may sign in from one office address. */
+/** Failures one client group may make against one account. */
+export const SIGN_IN_ATTEMPTS_PER_CLIENT = 10;
+/** Failures one client group may make across accounts: higher, for an office behind one address. */
 export const SIGN_IN_ATTEMPTS_PER_ADDRESS = 30;
+/** Failures one device cookie may make (a stolen cookie buys no more guesses than a client). */
+export const SIGN_IN_ATTEMPTS_PER_DEVICE = 10;
+/** Failures on an account before each further try without its device cookie waits. */
+export const SIGN_IN_FREE_FAILURES = 10;
+const FIRST_DELAY_MS = 250;
+/** The most a try waits: the real member, on a new browser, still signs in within seconds. */
+export const SIGN_IN_MAX_DELAY_MS = 5_000;
 
-export interface ThrottleBuckets {
-  account: string;
-  address: string;
+/** The wait before a try on an account with this many failures in the window: doubling from 250 ms, capped. */
+export function signInDelayMs(failures: number): number {
+  if (failures < SIGN_IN_FREE_FAILURES) return 0;
+  return Math.min(SIGN_IN_MAX_DELAY_MS, FIRST_DELAY_MS * 2 ** Math.min(30, failures - SIGN_IN_FREE_FAILURES));
 }
 
-export function bucketsFor(email: string, ip: string): ThrottleBuckets {
-  return { account: `account:${email.trim().toLowerCase()}`, address: `address:${ip}` };
+interface Bucket {
+  key: string;
+  limit: number;
+}
+
+// A client group never contains '|', so "group|account" names one pair only.
+const clientBucket = (group: string): Bucket => ({ key: `client:${group}`, limit: SIGN_IN_ATTEMPTS_PER_ADDRESS });
+const accountClientBucket = (account: string, group: string): Bucket => ({ key: `account-client:${group}|${account}`, limit: SIGN_IN_ATTEMPTS_PER_CLIENT });
+const accountBucket = (account: string): Bucket => ({ key: `account:${account}`, limit: Number.POSITIVE_INFINITY });
+const deviceBucket = (token: string): Bucket => ({ key: `device:${hashToken(token).toString('hex')}`, limit: SIGN_IN_ATTEMPTS_PER_DEVICE });
+
+interface Taken {
+  attempts: number;
+  retryAfter: number;
 }
 
 /**
- * Counts one attempt against the account and the address, in one statement shared by every API
- * process (PostgreSQL, so a client cannot multiply its tries by the number of processes), before
- * any password work. Counting first makes concurrent attempts unable to slip past the limit
- * together. Returns the seconds to wait when either bucket is over its limit, else null.
+ * Counts one attempt in each bucket, in one statement, before any password work: concurrent
+ * attempts cannot slip past a limit together.
  */
-export async function takeAttempt(db: Queryable, buckets: ThrottleBuckets): Promise<number | null> {
+async function takeAttempt(db: Queryable, buckets: Bucket[]): Promise<Map<string, Taken>> {
   const { rows } = await db.query<{ bucket: string; attempts: number; retry_after: number }>(
     `INSERT INTO console_signin_attempts AS a (bucket, attempts, window_started_at)
      SELECT b, 1, now() FROM unnest($1::text[]) AS b
@@ -30,25 +63,56 @@ export async function takeAttempt(db: Queryable, buckets: ThrottleBuckets): Prom
        window_started_at = CASE WHEN a.window_started_at <= now() - make_interval(secs => $2::integer) THEN now() ELSE a.window_started_at END
      RETURNING a.bucket, a.attempts,
        greatest(1, ceil(extract(epoch FROM a.window_started_at + make_interval(secs => $2::integer) - now())))::integer AS retry_after`,
-    [[buckets.account, buckets.address], SIGN_IN_WINDOW_SECONDS],
+    [buckets.map((b) => b.key), SIGN_IN_WINDOW_SECONDS],
   );
+  return new Map(rows.map((r) => [r.bucket, { attempts: r.attempts, retryAfter: r.retry_after }]));
+}
+
+/** Seconds until the latest window of the buckets over their limit ends, or null when none is over. */
+function waitFor(buckets: Bucket[], taken: Map<string, Taken>): number | null {
   let wait: number | null = null;
-  for (const r of rows) {
-    const limit = r.bucket === buckets.account ? SIGN_IN_ATTEMPTS_PER_ACCOUNT : SIGN_IN_ATTEMPTS_PER_ADDRESS;
-    if (r.attempts > limit) wait = Math.max(wait ?? 0, r.retry_after);
+  for (const b of buckets) {
+    const t = taken.get(b.key);
+    if (t && t.attempts > b.limit) wait = Math.max(wait ?? 0, t.retryAfter);
   }
   return wait;
 }
 
-/** A successful sign-in takes its attempt back, so only failures count towards the limits. */
-export async function giveBackAttempt(db: Queryable, buckets: ThrottleBuckets): Promise<void> {
-  await db.query(
-    'UPDATE console_signin_attempts SET attempts = greatest(0, attempts - 1) WHERE bucket = ANY ($1::text[])',
-    [[buckets.account, buckets.address]],
-  );
+/** A successful sign-in takes its attempts back, so only failures count towards the limits. */
+export async function giveBackAttempt(db: Queryable, keys: string[]): Promise<void> {
+  await db.query('UPDATE console_signin_attempts SET attempts = greatest(0, attempts - 1) WHERE bucket = ANY ($1::text[])', [keys]);
 }
 
 /** Windows long over hold nothing; sign-ins sweep them. */
 export async function deleteOldAttempts(db: Queryable): Promise<void> {
   await db.query('DELETE FROM console_signin_attempts WHERE window_started_at <= now() - make_interval(secs => $1::integer)', [SIGN_IN_WINDOW_SECONDS]);
+}
+
+function refused(wait: number): ApiError {
+  return new ApiError('rate_limited', `Too many sign-in attempts; retry in ${wait} s.`, {
+    details: { reason: 'sign_in_attempts' },
+    headers: { 'Retry-After': String(wait) },
+  });
+}
+
+/**
+ * Lets one sign-in attempt through, after its delay, or throws 429 rate_limited. Returns the
+ * buckets it counted in, for a success to give back. `account` is exactly the key the member
+ * lookup matches on.
+ */
+export async function admitSignIn(db: Queryable, input: { account: string; ip: string; device: string | null }): Promise<string[]> {
+  if (input.device !== null && (await isDeviceOf(db, input.device, input.account))) {
+    const device = deviceBucket(input.device);
+    if (waitFor([device], await takeAttempt(db, [device])) === null) return [device.key];
+  }
+  const group = clientGroup(input.ip);
+  const client = [clientBucket(group), accountClientBucket(input.account, group)];
+  const wait = waitFor(client, await takeAttempt(db, client));
+  if (wait !== null) throw refused(wait);
+  // Counted only once the client is let through: a refused client does not slow the account further.
+  const account = accountBucket(input.account);
+  const failures = (await takeAttempt(db, [account])).get(account.key)?.attempts ?? 1;
+  const delay = signInDelayMs(failures - 1);
+  if (delay > 0) await sleep(delay);
+  return [...client, account].map((b) => b.key);
 }

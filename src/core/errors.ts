@@ -35,6 +35,7 @@ export const ERROR_STATUS = {
   member_exists: 409,
   delivery_not_redeliverable: 409,
   part_in_progress: 409,
+  part_too_small: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   invalid_request: 422,

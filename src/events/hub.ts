@@ -1,14 +1,18 @@
 // The process's open event streams (GET /v1/runs/{id}/events and GET /v1/events): how many there
-// are (bounded per key and per process), and who to wake when PostgreSQL says something changed.
+// are (bounded per key, per team and per process), and who to wake when PostgreSQL says something
+// changed.
 // Notifications arrive on the app's LISTEN connection (src/service/app.ts), from any process on any
 // machine; a stream woken reads what is new itself, so a wake carries nothing but "look again".
+
+import type { HeldRequestBounds } from '../config/config.js';
+import { Places, type PlaceHolder, type PlaceLimits } from './places.js';
 
 /** Channels the triggers of migration 0015 notify: a run's status or progress changed (payload: run id); a team has a new event (payload: team id). */
 export const RUN_CHANGES_CHANNEL = 'toolrun_run_changes';
 export const TEAM_EVENTS_CHANNEL = 'toolrun_team_events';
 
+/** Per key; the process's and each team's bounds are the operator's (TOOLRUN_STREAMS_PER_PROCESS, TOOLRUN_STREAMS_PER_TEAM). */
 export const STREAMS_PER_KEY = 10;
-export const STREAMS_PER_PROCESS = 1000;
 
 /** A stream's registration: woken on its run's or team's changes, ended when the server closes. */
 export interface StreamSlot {
@@ -28,15 +32,20 @@ export interface StreamSlot {
 }
 
 export class StreamHub {
-  private readonly byKey = new Map<string, number>();
+  private readonly places: Places;
   private readonly runs = new Map<string, Set<() => void>>();
   private readonly teams = new Map<string, Set<() => void>>();
   private readonly access = new Map<string, Set<() => void>>();
   private readonly enders = new Set<() => void>();
-  private total = 0;
   private closing = false;
 
-  constructor(readonly limits: { perProcess: number; perKey: number } = { perProcess: STREAMS_PER_PROCESS, perKey: STREAMS_PER_KEY }) {}
+  constructor(bounds: HeldRequestBounds) {
+    this.places = new Places({ ...bounds, perKey: STREAMS_PER_KEY });
+  }
+
+  get limits(): PlaceLimits {
+    return this.places.limits;
+  }
 
   runChanged(runId: string): void {
     for (const wake of this.runs.get(runId) ?? []) wake();
@@ -64,12 +73,11 @@ export class StreamHub {
     for (const end of [...this.enders]) end();
   }
 
-  /** A place for one stream of this key, or null past either bound (or while closing). */
-  enter(keyId: string): StreamSlot | null {
-    const mine = this.byKey.get(keyId) ?? 0;
-    if (this.closing || this.total >= this.limits.perProcess || mine >= this.limits.perKey) return null;
-    this.total++;
-    this.byKey.set(keyId, mine + 1);
+  /** A place for one stream of this key of this team, or null past any bound (or while closing). */
+  enter(holder: PlaceHolder): StreamSlot | null {
+    if (this.closing) return null;
+    const giveBack = this.places.take(holder);
+    if (!giveBack) return null;
     const undo: (() => void)[] = [];
     const add = (map: Map<string, Set<() => void>>, id: string, wake: () => void) => {
       const set = map.get(id) ?? new Set<() => void>();
@@ -93,15 +101,12 @@ export class StreamHub {
         if (released) return;
         released = true;
         for (const u of undo) u();
-        this.total--;
-        const left = (this.byKey.get(keyId) ?? 1) - 1;
-        if (left) this.byKey.set(keyId, left);
-        else this.byKey.delete(keyId);
+        giveBack();
       },
     };
   }
 
   get open(): number {
-    return this.total;
+    return this.places.held;
   }
 }

@@ -39,7 +39,8 @@ export const TEAM_EVENTS_DESCRIPTION =
   'POSTs (the same id, on every path). No endpoint is needed: this is how a local machine can receive events (toolrun-cli listen). ' +
   `Reconnect with Last-Event-ID (an event of the last ${LOOK_BACK_HOURS} hours) to get what came after it. Delivery is at least once, ` +
   'as with webhooks: skip ids you have handled. A comment line (`: heartbeat`) comes every 15 s. Needs the webhooks scope and an owner ' +
-  'or admin behind the key. At most 10 open streams per key (both stream kinds together) and 1000 per server: past them, 429 rate_limited.';
+  'or admin behind the key. At most 10 open streams per key (both stream kinds together), and per team and per server ' +
+  'as the operator sets them (by default 250 and 1000): past them, 429 rate_limited.';
 
 const TEAM_EVENTS_EXAMPLE =
   'retry: 2000\n\n: heartbeat\n\nid: 0d6b1f5e-3c2a-4e8b-9f70-1a2b3c4d5e6f\nevent: run.canceled\ndata: ' +
@@ -145,7 +146,7 @@ export function teamEventRoutes(deps: { db: Db; hub: StreamHub; heartbeatMs?: nu
             details: { required_role: 'admin', role: auth.role },
           });
         }
-        const slot = deps.hub.enter(auth.keyId);
+        const slot = deps.hub.enter(auth);
         if (!slot) throw streamsExhausted(auth, deps.hub);
         let handedOver = false;
         try {

@@ -45,7 +45,15 @@ export function fileRoutes(deps: FilesDeps): FastifyPluginAsyncTypebox {
           body: CompleteBodySchema,
           response: {
             200: Type.Ref('File', { description: 'The file, ready or rejected (with the problem); completing again returns the same' }),
-            ...errorResponses(...AUTH_ERRORS, 'file_not_found', 'part_in_progress', 'payload_too_large', 'unsupported_media_type'),
+            ...errorResponses(
+              ...AUTH_ERRORS,
+              'file_not_found',
+              'upload_not_found',
+              'part_in_progress',
+              'part_too_small',
+              'payload_too_large',
+              'unsupported_media_type',
+            ),
           },
         },
       },

@@ -4,7 +4,16 @@ import type { Db } from '../db/pool.js';
 import { ApiError, invalidRequest, type FieldError } from '../core/errors.js';
 import { atItem, count } from '../core/wording.js';
 import type { MediaBinaries } from '../media/binaries.js';
-import { LockTimeoutError, normalizeEtag, PartChangedError, partInProgress, type Storage, type StoredPart } from '../storage/storage.js';
+import {
+  LockTimeoutError,
+  normalizeEtag,
+  PartChangedError,
+  partInProgress,
+  PartTooSmallError,
+  UploadGoneError,
+  type Storage,
+  type StoredPart,
+} from '../storage/storage.js';
 import { insertFile, lockTeamFile, markExpired, recordProbe, type FileRow } from './repository.js';
 import type { CompleteBody, FileResource, FileUpload, UploadUrlBody } from './schemas.js';
 
@@ -130,7 +139,8 @@ export async function completeUpload(deps: FilesDeps, teamId: string, fileId: st
   // The prober (sharp, file-type, the ffprobe wrappers) loads on the first completion, outside
   // the transaction that holds the file's lock; later completions find it loaded.
   const { probeStored } = await import('../media/probe.js');
-  const outcome = await db.tx(async (tx): Promise<FileResource | { assembledBytes: number; sizeBytes: number }> => {
+  type Ended = { assembledBytes: number; sizeBytes: number } | { gone: string } | { tooSmall: number };
+  const outcome = await db.tx(async (tx): Promise<FileResource | Ended> => {
     const file = await lockTeamFile(tx, teamId, fileId);
     if (!file || file.status === 'expired') {
       throw new ApiError('file_not_found', `No file ${fileId} (unknown, of another team, or expired). Start a new upload.`);
@@ -143,7 +153,15 @@ export async function completeUpload(deps: FilesDeps, teamId: string, fileId: st
     // A crash after assembling but before commit leaves the object in place: accept it as done.
     const assembled = (await storage.size(file.storage_key)) === file.size_bytes;
     if (!assembled) {
-      const stored = await storage.listParts(file.storage_key, file.upload_id);
+      let stored: StoredPart[] | null;
+      try {
+        stored = await storage.listParts(file.storage_key, file.upload_id);
+      } catch (err) {
+        if (!(err instanceof UploadGoneError)) throw err;
+        // Nothing can bring its parts back: end the file in this commit, so the answer holds.
+        await markExpired(tx, file.id);
+        return { gone: err.storeCode };
+      }
       const errors = checkParts(file, body, stored);
       if (errors.length) throw invalidRequest(errors);
       try {
@@ -154,6 +172,16 @@ export async function completeUpload(deps: FilesDeps, teamId: string, fileId: st
         );
       } catch (err) {
         if (err instanceof LockTimeoutError) throw partInProgress(err, 'complete');
+        if (err instanceof UploadGoneError) {
+          await markExpired(tx, file.id);
+          return { gone: err.storeCode };
+        }
+        if (err instanceof PartTooSmallError) {
+          // The same parts would be refused again on every retry: the upload is used up.
+          await storage.abortUpload(file.storage_key, file.upload_id).catch(() => undefined);
+          await markExpired(tx, file.id);
+          return { tooSmall: file.part_size_bytes };
+        }
         if (err instanceof PartChangedError) {
           const i = body.parts.findIndex((p) => p.part_number === err.partNumber);
           throw invalidRequest([
@@ -185,6 +213,20 @@ export async function completeUpload(deps: FilesDeps, teamId: string, fileId: st
     const status = await recordProbe(tx, file.id, probe, config.files.retentionSeconds);
     return fileResource(file.id, status === 'ready', probe.problem);
   });
+  if ('gone' in outcome) {
+    throw new ApiError(
+      'upload_not_found',
+      `The storage no longer holds this upload (${outcome.gone}): it was aborted outside the service, by a bucket lifecycle rule or an operator. Start a new upload.`,
+    );
+  }
+  if ('tooSmall' in outcome) {
+    throw new ApiError(
+      'part_too_small',
+      `The storage refused to assemble parts of ${count(outcome.tooSmall, 'byte')}: that is under its minimum part size (S3: 5 MiB for every part but the last). ` +
+        'The server is misconfigured (TOOLRUN_PART_SIZE_BYTES, with the test-only TOOLRUN_S3_ALLOW_SMALL_PARTS); tell its operator. This upload cannot complete.',
+      { details: { part_size_bytes: outcome.tooSmall } },
+    );
+  }
   if ('assembledBytes' in outcome) {
     throw invalidRequest([
       {

@@ -10,6 +10,7 @@ import type { StreamHub } from '../events/hub.js';
 import { openSse, sseResponse, wakeLoop } from '../events/sse.js';
 import { streamsExhausted } from '../events/bounds.js';
 import { endWhenAccessEnds } from '../events/access.js';
+import { ApiError, invalidRequest } from '../core/errors.js';
 import { AUTH_ERRORS, errorResponses } from '../core/schemas.js';
 import { FINAL_STATUSES, getOutputs, RUN_COLUMNS, runResource, type RunRow } from './repository.js';
 import { RunIdParamsSchema } from './schemas.js';
@@ -17,7 +18,7 @@ import { runNotFound, API_RUNS, type RunsDeps } from './service.js';
 
 const LAST_EVENT_ID =
   'The id of the last event received (what EventSource sends when it reconnects): events up to it are not sent again. ' +
-  'Ids are whole numbers that grow with every change of the run.';
+  'Ids are whole numbers that grow with every change of the run; one above the run\'s latest is refused (422).';
 
 export const RunEventsHeadersSchema = Type.Object({
   'last-event-id': Type.Optional(Type.String({ pattern: '^[0-9]{1,9}$', description: LAST_EVENT_ID })),
@@ -27,9 +28,10 @@ export const RUN_EVENTS_DESCRIPTION =
   'Server-sent events (text/event-stream) for one run, woken by the service when the run changes (no polling). ' +
   'Each event has an `id:` (the run\'s change number), an `event:` and `data:` with the run as GET /v1/runs/{run_id} shows it then: ' +
   '`status` when the status changed (and first, with the run as it is), `progress` when only the progress moved, and finally ' +
-  '`done` with the final run, after which the stream ends. Reconnect with Last-Event-ID to resume; a run already final and ' +
-  'fully seen answers 204. A comment line (`: heartbeat`) comes every 15 s. At most 10 open streams per key (both stream kinds ' +
-  'together) and 1000 per server: past them, 429 rate_limited.';
+  '`done` with the final run, after which the stream ends. Reconnect with Last-Event-ID to resume (an id above the ' +
+  'run\'s latest is 422); a run already final and fully seen answers 204. A comment line (`: heartbeat`) comes every ' +
+  '15 s. At most 10 open streams per key (both stream kinds together), and per team and per server as the operator ' +
+  'sets them (by default 250 and 1000): past them, 429 rate_limited.';
 
 const exampleRun = (status: string, progress: number, finished: boolean) =>
   JSON.stringify({
@@ -65,6 +67,16 @@ async function readRun(db: Queryable, teamId: string, runId: string): Promise<St
 
 const isFinalRow = (row: RunRow) => FINAL_STATUSES.includes(row.status);
 
+function lastEventIdAbove(latest: number): ApiError {
+  return invalidRequest([
+    {
+      loc: ['header', 'last-event-id'],
+      message: `is above this run's latest event id (${latest}); send the id of an event this stream sent, or no Last-Event-ID for the run as it is`,
+      code: 'out_of_range',
+    },
+  ]);
+}
+
 export function runEventRoutes(deps: RunsDeps & { hub: StreamHub; heartbeatMs?: number }): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
@@ -89,7 +101,7 @@ export function runEventRoutes(deps: RunsDeps & { hub: StreamHub; heartbeatMs?: 
         const auth = requireAuth(request);
         const runId = request.params.run_id;
         const seen = Number(request.headers['last-event-id'] ?? 0);
-        const slot = deps.hub.enter(auth.keyId);
+        const slot = deps.hub.enter(auth);
         if (!slot) throw streamsExhausted(auth, deps.hub);
         let handedOver = false;
         try {
@@ -99,6 +111,9 @@ export function runEventRoutes(deps: RunsDeps & { hub: StreamHub; heartbeatMs?: 
           slot.watchRun(runId, () => (woken ? woken() : (early = true)));
           const first = await readRun(deps.db.pool, auth.teamId, runId);
           if (!first) throw runNotFound(runId, API_RUNS);
+          // Ids only grow, so one above the run's latest was never sent by this run: a stream
+          // waiting for the run to pass it could miss the done event and hold its place for good.
+          if (seen > first.event_seq) throw lastEventIdAbove(first.event_seq);
           if (isFinalRow(first) && seen >= first.event_seq) return reply.status(204).send(null);
 
           const sse = openSse(reply, deps.heartbeatMs === undefined ? {} : { heartbeatMs: deps.heartbeatMs });
@@ -116,17 +131,18 @@ export function runEventRoutes(deps: RunsDeps & { hub: StreamHub; heartbeatMs?: 
                 sse.end();
                 return false;
               }
+              const final = isFinalRow(current);
               if (current.event_seq > sentSeq) {
-                const final = isFinalRow(current);
                 const outputs = current.status === 'succeeded' ? await getOutputs(deps.db.pool, current.id) : [];
                 const event = final ? 'done' : sentStatus !== null && sentStatus === current.status ? 'progress' : 'status';
                 sse.send({ id: String(current.event_seq), event, data: JSON.stringify(runResource(current, outputs)) });
                 sentSeq = current.event_seq;
                 sentStatus = current.status;
-                if (final) {
-                  sse.end();
-                  return false;
-                }
+              }
+              // A final run ends its stream whatever was sent: nothing can follow it.
+              if (final) {
+                sse.end();
+                return false;
               }
               return !sse.ended;
             },

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { FINAL_STATUSES, type RunStatus } from './repository.js';
 import { preferredWait, type RunWaiters } from './waiters.js';
+import type { PlaceHolder } from '../events/places.js';
 import { requireAuth } from '../auth/plugin.js';
 import { AUTH_ERRORS, errorResponses, numericLimit } from '../core/schemas.js';
 import { fieldErrors } from '../core/validation.js';
@@ -63,12 +64,12 @@ async function waitedRun(
   deps: RunsDeps & { waiters?: RunWaiters | undefined },
   request: FastifyRequest,
   reply: FastifyReply,
-  keyId: string,
+  holder: PlaceHolder,
   runId: string,
   read: () => Promise<Run>,
 ): Promise<Run> {
   const seconds = preferredWait(request.headers.prefer);
-  const place = seconds !== null && deps.waiters ? deps.waiters.enter(keyId, runId) : null;
+  const place = seconds !== null && deps.waiters ? deps.waiters.enter(holder, runId) : null;
   if (!place || seconds === null) return read();
   try {
     let run = await read();
@@ -136,7 +137,7 @@ export function runRoutes(deps: RunsDeps & { teamChanged(teamId: string): void; 
         });
         if (!started.replayed) deps.teamChanged(auth.teamId);
         if (started.replayed) reply.header('Idempotent-Replayed', 'true');
-        const run = await waitedRun(deps, request, reply, auth.keyId, started.run.id, async () =>
+        const run = await waitedRun(deps, request, reply, auth, started.run.id, async () =>
           started.run.status === 'queued' && request.headers.prefer === undefined ? started.run : getRun(deps, auth.teamId, started.run.id),
         );
         return reply.status(202).send(run);
@@ -176,7 +177,7 @@ export function runRoutes(deps: RunsDeps & { teamChanged(teamId: string): void; 
       },
       async (request, reply) => {
         const auth = requireAuth(request);
-        return waitedRun(deps, request, reply, auth.keyId, request.params.run_id, () => getRun(deps, auth.teamId, request.params.run_id));
+        return waitedRun(deps, request, reply, auth, request.params.run_id, () => getRun(deps, auth.teamId, request.params.run_id));
       },
     );
 

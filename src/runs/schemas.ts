@@ -32,7 +32,7 @@ const IDEMPOTENCY_KEY =
 
 const PREFER =
   'Prefer: wait=N (1 to 60 seconds) holds the answer until the run is final or N seconds pass; the answer then says Preference-Applied: wait=N. ' +
-  'Past a bound of waiting requests (10 per key, 1000 per process) the answer comes at once, without Preference-Applied. Other preferences are ignored.';
+  'Past a bound of waiting requests (10 per key; per team and per process as the operator sets them, by default 250 and 1000) the answer comes at once, without Preference-Applied. Other preferences are ignored.';
 
 export const WAIT_DESCRIPTION = `Send ${PREFER}`;
 

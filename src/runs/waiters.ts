@@ -2,11 +2,14 @@
 // is final or N seconds pass. Final runs are announced on EVENTS_CHANNEL by the transaction that
 // finishes them (any worker, any machine); this process's LISTEN connection hands each run id to
 // notify(), which wakes the requests waiting for it. No polling per request. The number of waiting
-// requests is bounded per process and per key; past either bound a request is answered at once.
+// requests is bounded per process, per team and per key; past any bound a request is answered at
+// once.
+import type { HeldRequestBounds } from '../config/config.js';
+import { Places, type PlaceHolder } from '../events/places.js';
 
 export const WAIT_MAX_SECONDS = 60;
+/** Per key; the process's and each team's bounds are the operator's (TOOLRUN_WAITERS_PER_PROCESS, TOOLRUN_WAITERS_PER_TEAM). */
 export const WAITERS_PER_KEY = 10;
-export const WAITERS_PER_PROCESS = 1000;
 
 /** The wait a Prefer header asks for, in seconds (1 to 60), or null (none, or not understood: RFC 7240 says ignore it). */
 export function preferredWait(header: string | string[] | undefined): number | null {
@@ -23,10 +26,11 @@ export function preferredWait(header: string | string[] | undefined): number | n
 
 export class RunWaiters {
   private readonly byRun = new Map<string, Set<() => void>>();
-  private readonly byKey = new Map<string, number>();
-  private total = 0;
+  private readonly places: Places;
 
-  constructor(private readonly limits: { perProcess: number; perKey: number } = { perProcess: WAITERS_PER_PROCESS, perKey: WAITERS_PER_KEY }) {}
+  constructor(bounds: HeldRequestBounds) {
+    this.places = new Places({ ...bounds, perKey: WAITERS_PER_KEY });
+  }
 
   /** A run became final: every request waiting for it looks again. */
   notify(runId: string): void {
@@ -39,15 +43,13 @@ export class RunWaiters {
   }
 
   /**
-   * Holds a place for one waiting request of this key, or null when a bound is reached. The
-   * returned wait() resolves on the run's notification, after `seconds`, or when `signal` aborts;
-   * release() must follow in every case.
+   * Holds a place for one waiting request of this key of this team, or null when a bound is
+   * reached. The returned wait() resolves on the run's notification, after `seconds`, or when
+   * `signal` aborts; release() must follow in every case.
    */
-  enter(keyId: string, runId: string): { wait(seconds: number, signal: AbortSignal): Promise<void>; release(): void } | null {
-    const mine = this.byKey.get(keyId) ?? 0;
-    if (this.total >= this.limits.perProcess || mine >= this.limits.perKey) return null;
-    this.total++;
-    this.byKey.set(keyId, mine + 1);
+  enter(holder: PlaceHolder, runId: string): { wait(seconds: number, signal: AbortSignal): Promise<void>; release(): void } | null {
+    const giveBack = this.places.take(holder);
+    if (!giveBack) return null;
     let wake: () => void = () => undefined;
     const woken = new Promise<void>((resolve) => (wake = resolve));
     // Registered before the caller reads the run, so a run finishing in between is not missed.
@@ -70,15 +72,12 @@ export class RunWaiters {
         released = true;
         set.delete(wake);
         if (!set.size) this.byRun.delete(runId);
-        this.total--;
-        const left = (this.byKey.get(keyId) ?? 1) - 1;
-        if (left) this.byKey.set(keyId, left);
-        else this.byKey.delete(keyId);
+        giveBack();
       },
     };
   }
 
   get waiting(): number {
-    return this.total;
+    return this.places.held;
   }
 }

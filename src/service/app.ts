@@ -250,8 +250,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const usage = new KeyUsage(db.relaxed, (err) => logger.warn({ err }, 'could not record when API keys were last used'));
   // Closing writes what is noted, so a graceful stop loses no "last used".
   app.addHook('onClose', async () => usage.flush());
-  const waiters = new RunWaiters();
-  const hub = new StreamHub();
+  const waiters = new RunWaiters(config.waiters);
+  const hub = new StreamHub(config.streams);
   // Open event streams end as closing begins, or they would hold the close up to its grace period.
   app.addHook('preClose', async () => hub.shutdown());
   const keyCache = await listenForKeyChanges(app, config, db, logger, waiters, hub);

@@ -1,3 +1,5 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
 import { createApiKey } from '../auth/key-admin.js';
@@ -39,4 +41,37 @@ export async function seedDemo(config: Config, db: Db): Promise<DemoSeed | null>
     await client.query('SELECT pg_advisory_unlock($1::bigint)', [DEMO_LOCK]).catch(() => undefined);
     client.release();
   }
+}
+
+/** Where a demo seed's key and invite link go when stdout is not a terminal, under the data directory. */
+export const DEMO_CREDENTIALS_FILE = 'demo-credentials.txt';
+
+function demoText(seeded: DemoSeed, url: string): string {
+  return (
+    `Demo team created (plan pro, 1000 Sparks). Its API key, shown only now:\n\n  ${seeded.key}\n\n` +
+    `Try it:\n\n  curl -H "Authorization: Bearer ${seeded.key}" ${url}/v1/me\n\n` +
+    `Team console: set the owner's (owner@demo.invalid) password with this link, valid until ${seeded.inviteExpiresAt}:\n\n  ${seeded.inviteUrl}\n\n`
+  );
+}
+
+/**
+ * Hands the demo key and invite link to the operator, never to a log. On a terminal they are
+ * printed. Anywhere else (stdout sent to a file, a pipe, a container's log collector) whatever
+ * reads the output would keep them, so they go to a file in the data directory that only this
+ * user can read, and one line names it. Returns that file, or null when printed.
+ */
+export async function showDemoSeed(seeded: DemoSeed, url: string, dataDir: string, out: NodeJS.WritableStream): Promise<string | null> {
+  const text = demoText(seeded, url);
+  if ((out as { isTTY?: boolean }).isTTY === true) {
+    out.write(`\n${text}`);
+    return null;
+  }
+  await fs.mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const file = path.join(dataDir, DEMO_CREDENTIALS_FILE);
+  // A fresh file (O_EXCL), so the mode is ours and no link planted at the name is followed; an
+  // earlier seed's (the database was emptied, the data directory kept) is replaced.
+  await fs.rm(file, { force: true });
+  await fs.writeFile(file, text, { mode: 0o600, flag: 'wx' });
+  out.write(`Demo team created (plan pro, 1000 Sparks). Its API key and the owner's console invite link are in ${file} (readable by this user only).\n`);
+  return file;
 }

@@ -8,7 +8,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import { createStorage } from '../storage/create.js';
 import { createToolRegistry } from '../tools/registry.js';
 import { openDatabase, type OpenedDatabase } from './database.js';
-import { seedDemo } from './seed.js';
+import { seedDemo, showDemoSeed } from './seed.js';
 import { startBackgroundWork } from './workers.js';
 
 export interface RunningService {
@@ -76,12 +76,13 @@ export async function startService(
     // showing of the demo key.
     const seeded = await seedDemo(config, database.db);
     if (seeded) {
-      // Printed once on the terminal, never logged: the full key is shown only here.
-      out.write(
-        `\nDemo team created (plan pro, 1000 Sparks). Its API key, shown only now:\n\n  ${seeded.key}\n\n` +
-          `Try it:\n\n  curl -H "Authorization: Bearer ${seeded.key}" ${url}/v1/me\n\n` +
-          `Team console: set the owner's (owner@demo.invalid) password with this link, valid until ${seeded.inviteExpiresAt}:\n\n  ${seeded.inviteUrl}\n\n`,
-      );
+      // Shown once, never logged: the full key is shown only here (on the terminal, or in a file).
+      await showDemoSeed(seeded, url, config.dataDir, out).catch((err: unknown) => {
+        logger.error(
+          { err, data_dir: config.dataDir },
+          'could not write the demo key and invite link to the data directory; make a key and a link with `toolrun admin key create` and `toolrun admin member invite`',
+        );
+      });
     }
     const started = app;
     const background = options.workers === false ? null : await startBackgroundWork({

@@ -19,7 +19,7 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import type { LocalCopy, Storage, StoredPart } from './storage.js';
+import { PartTooSmallError, UploadGoneError, type LocalCopy, type Storage, type StoredPart } from './storage.js';
 
 export interface S3Options {
   bucket: string;
@@ -50,6 +50,27 @@ function isNotFound(err: unknown): boolean {
 }
 
 /**
+ * The store answered that the multipart upload is unknown: aborted, by whatever means. AWS says
+ * NoSuchUpload, Ceph's radosgw NoSuchKey. (A missing bucket, NoSuchBucket, is the operator's to fix.)
+ */
+function isUploadGone(err: unknown): boolean {
+  return err instanceof S3ServiceException && (err.name === 'NoSuchUpload' || err.name === 'NoSuchKey');
+}
+
+/**
+ * Ceph's radosgw answers errors with an empty <Message>, which the SDK turns into the message
+ * "UnknownError": a log line would then name neither the code nor the status. Such errors get
+ * "<code> (HTTP <status>, request <id>)" as their message instead.
+ */
+export function explainEmptyMessage(err: unknown): void {
+  if (!(err instanceof S3ServiceException)) return;
+  if (err.message && err.message !== 'UnknownError') return;
+  const code = err.name && err.name !== 'Error' && err.name !== 'S3ServiceException' ? err.name : 'an error without a code';
+  const { httpStatusCode, requestId } = err.$metadata;
+  err.message = `${code} (HTTP ${httpStatusCode ?? '?'}${requestId ? `, request ${requestId}` : ''})`;
+}
+
+/**
  * S3 and S3-compatible servers: real multipart uploads with presigned UploadPart URLs,
  * CompleteMultipartUpload on complete, presigned GETs for downloads. Credentials come from the
  * usual AWS variables through the SDK's default chain.
@@ -69,6 +90,18 @@ export class S3Storage implements Storage {
       requestChecksumCalculation: 'WHEN_REQUIRED',
       ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
     });
+    // Outermost step: sees every command's final error, after the SDK's own retries.
+    this.client.middlewareStack.add(
+      (next) => async (args) => {
+        try {
+          return await next(args);
+        } catch (err) {
+          explainEmptyMessage(err);
+          throw err;
+        }
+      },
+      { step: 'initialize', name: 'toolrunExplainEmptyMessage' },
+    );
   }
 
   private k(key: string): string {
@@ -118,12 +151,23 @@ export class S3Storage implements Storage {
       }
     } catch (err) {
       if (isNotImplemented(err)) return null;
+      if (isUploadGone(err)) throw new UploadGoneError((err as Error).name);
       throw err;
     }
     return parts.sort((a, b) => a.partNumber - b.partNumber);
   }
 
   async completeUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void> {
+    try {
+      await this.sendComplete(key, uploadId, parts);
+    } catch (err) {
+      if (err instanceof S3ServiceException && err.name === 'EntityTooSmall') throw new PartTooSmallError(err.name);
+      if (isUploadGone(err)) throw new UploadGoneError((err as Error).name);
+      throw err;
+    }
+  }
+
+  private async sendComplete(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void> {
     await this.client.send(
       new CompleteMultipartUploadCommand({
         Bucket: this.opts.bucket,

@@ -25,9 +25,16 @@ export interface Storage {
    * so a backend that cannot bound the body itself (S3) can have the URL refuse any other length.
    */
   partUrl(key: string, uploadId: string, part: { partNumber: number; sizeBytes: number }, expiresInSeconds: number): Promise<string>;
-  /** Parts stored so far, or null when the backend cannot list them (then completion checks less). */
+  /**
+   * Parts stored so far, or null when the backend cannot list them (then completion checks less).
+   * Throws UploadGoneError when the store no longer holds the upload.
+   */
   listParts(key: string, uploadId: string): Promise<StoredPart[] | null>;
-  /** Throws PartChangedError when a listed part is no longer the one stored (replaced meanwhile). */
+  /**
+   * Throws PartChangedError when a listed part is no longer the one stored (replaced meanwhile),
+   * UploadGoneError when the store no longer holds the upload, PartTooSmallError when it refuses
+   * parts under its minimum size.
+   */
   completeUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void>;
   abortUpload(key: string, uploadId: string): Promise<void>;
   downloadUrl(key: string, opts: { expiresInSeconds: number; fileName: string; contentType: string }): Promise<string>;
@@ -79,5 +86,27 @@ export function partInProgress(err: LockTimeoutError, doing: 'put' | 'complete')
 export class PartChangedError extends Error {
   constructor(readonly partNumber: number) {
     super(`part ${partNumber} changed during completion`);
+  }
+}
+
+/**
+ * The store no longer knows the multipart upload: it was aborted underneath the service (a bucket
+ * lifecycle rule, an operator). AWS answers NoSuchUpload; Ceph's radosgw NoSuchKey. Its parts are
+ * gone, so only a new upload can bring the file.
+ */
+export class UploadGoneError extends Error {
+  constructor(readonly storeCode: string) {
+    super(`the store no longer holds this multipart upload (${storeCode})`);
+  }
+}
+
+/**
+ * The store refused to assemble parts under its minimum part size (S3: EntityTooSmall, 5 MiB for
+ * every part but the last). Only a part size below the store's, possible with the test-only
+ * TOOLRUN_S3_ALLOW_SMALL_PARTS, leads here; the same parts can never be assembled.
+ */
+export class PartTooSmallError extends Error {
+  constructor(readonly storeCode: string) {
+    super(`the store refused parts under its minimum part size (${storeCode})`);
   }
 }

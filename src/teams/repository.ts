@@ -29,6 +29,8 @@ export class AdminError extends Error {
   constructor(
     message: string,
     readonly reason: AdminReason = 'invalid',
+    /** For the console's error envelope (a role refusal names the role it needed). */
+    readonly details?: Record<string, unknown>,
   ) {
     super(message);
     this.name = 'AdminError';
@@ -130,80 +132,70 @@ export async function grantSparks(db: Db, teamId: string, amount: number): Promi
   return db.tx((tx) => applyGrant(tx, teamId, amount, amount > 0 ? 'admin grant' : 'admin deduction'));
 }
 
+/** Adds a member (an operator's way: no role rules apply; the console goes through membership.ts). */
 export async function addMember(db: Db, input: { teamId: string; email: string; role: Role }): Promise<Member> {
   return db.tx(async (tx) => {
     await mustGetTeam(tx, input.teamId);
-    const { rows } = await tx.query<Member>(
-      `INSERT INTO members (id, team_id, email, role) VALUES ($1::uuid, $2::uuid, $3::text, $4::text)
-       ON CONFLICT DO NOTHING RETURNING id, team_id, email, role, removed_at`,
-      [randomUUID(), input.teamId, input.email, input.role],
-    );
-    if (!rows[0]) throw new AdminError(`${input.email} is already a member of team ${input.teamId}`, 'member_exists');
-    return rows[0];
+    return insertMember(tx, input);
   });
 }
 
-export async function getMember(db: Queryable, memberId: string, opts: { lock?: boolean } = {}): Promise<Member | null> {
+export async function insertMember(db: Queryable, input: { teamId: string; email: string; role: Role }): Promise<Member> {
   const { rows } = await db.query<Member>(
-    `SELECT id, team_id, email, role, removed_at FROM members WHERE id = $1::uuid${opts.lock ? ' FOR UPDATE' : ''}`,
-    [memberId],
+    `INSERT INTO members (id, team_id, email, role) VALUES ($1::uuid, $2::uuid, $3::text, $4::text)
+     ON CONFLICT DO NOTHING RETURNING ${MEMBER_COLUMNS}`,
+    [randomUUID(), input.teamId, input.email, input.role],
   );
+  if (!rows[0]) throw new AdminError(`${input.email} is already a member of team ${input.teamId}`, 'member_exists');
+  return rows[0];
+}
+
+export async function getMember(db: Queryable, memberId: string, opts: { lock?: boolean } = {}): Promise<Member | null> {
+  const { rows } = await db.query<Member>(`SELECT ${MEMBER_COLUMNS} FROM members WHERE id = $1::uuid${opts.lock ? ' FOR UPDATE' : ''}`, [memberId]);
   return rows[0] ?? null;
 }
 
 const MEMBER_COLUMNS = 'id, team_id, email, role, removed_at';
 
-/**
- * Locks the member's team (member changes of a team are serialised, so two owners demoting each
- * other cannot leave none) and refuses to take the team's last owner away.
- */
-async function lockForChange(tx: Queryable, memberId: string, losesOwner: (m: Member) => boolean): Promise<Member> {
-  const found = await getMember(tx, memberId);
-  if (!found || found.removed_at) throw new AdminError(`no active member with id ${memberId}`, 'member_not_found');
-  await tx.query('SELECT 1 FROM teams WHERE id = $1::uuid FOR UPDATE', [found.team_id]);
-  const member = await getMember(tx, memberId);
-  if (!member || member.removed_at) throw new AdminError(`no active member with id ${memberId}`, 'member_not_found');
-  if (member.role === 'owner' && losesOwner(member)) {
-    const { rows } = await tx.query<{ n: number }>(
-      `SELECT count(*)::integer AS n FROM members WHERE team_id = $1::uuid AND role = 'owner' AND removed_at IS NULL AND id <> $2::uuid`,
-      [member.team_id, member.id],
-    );
-    if ((rows[0]?.n ?? 0) === 0) {
-      throw new AdminError(`${member.email} is the last owner of team ${member.team_id}; make another member owner first`, 'last_owner');
-    }
-  }
-  return member;
+/** Member changes of a team are serialised on its row (two owners demoting each other cannot leave none). */
+export async function lockTeam(tx: Queryable, teamId: string): Promise<void> {
+  await tx.query('SELECT 1 FROM teams WHERE id = $1::uuid FOR UPDATE', [teamId]);
 }
 
-export async function updateMember(db: Db, memberId: string, role: Role): Promise<Member> {
-  return db.tx(async (tx) => {
-    await lockForChange(tx, memberId, () => role !== 'owner');
-    const { rows } = await tx.query<Member>(
-      `UPDATE members SET role = $2::text WHERE id = $1::uuid AND removed_at IS NULL RETURNING ${MEMBER_COLUMNS}`,
-      [memberId, role],
-    );
-    if (!rows[0]) throw new AdminError(`no active member with id ${memberId}`, 'member_not_found');
-    return rows[0];
-  });
+/** Active owners of the team other than this member. */
+export async function countOtherOwners(db: Queryable, teamId: string, memberId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::integer AS n FROM members WHERE team_id = $1::uuid AND role = 'owner' AND removed_at IS NULL AND id <> $2::uuid`,
+    [teamId, memberId],
+  );
+  return rows[0]?.n ?? 0;
 }
 
-/**
- * The member's keys stop working for good: they join on an active member, which this one never is
- * again. Their console sessions and invite links end in the same transaction.
- */
-export async function removeMember(db: Db, memberId: string): Promise<Member> {
-  return db.tx(async (tx) => {
-    await lockForChange(tx, memberId, () => true);
-    const { rows } = await tx.query<Member>(
-      `UPDATE members SET removed_at = now() WHERE id = $1::uuid AND removed_at IS NULL RETURNING ${MEMBER_COLUMNS}`,
-      [memberId],
-    );
-    if (!rows[0]) throw new AdminError(`no active member with id ${memberId}`, 'member_not_found');
-    await tx.query('DELETE FROM console_sessions WHERE member_id = $1::uuid', [memberId]);
-    await tx.query('DELETE FROM member_invites WHERE member_id = $1::uuid', [memberId]);
-    return rows[0];
-  });
+export async function setMemberRole(db: Queryable, memberId: string, role: Role): Promise<Member | null> {
+  const { rows } = await db.query<Member>(
+    `UPDATE members SET role = $2::text WHERE id = $1::uuid AND removed_at IS NULL RETURNING ${MEMBER_COLUMNS}`,
+    [memberId, role],
+  );
+  return rows[0] ?? null;
 }
+
+/** The member's keys stop working for good: they join on an active member, which this one never is again. */
+export async function markMemberRemoved(db: Queryable, memberId: string): Promise<Member | null> {
+  const { rows } = await db.query<Member>(
+    `UPDATE members SET removed_at = now() WHERE id = $1::uuid AND removed_at IS NULL RETURNING ${MEMBER_COLUMNS}`,
+    [memberId],
+  );
+  return rows[0] ?? null;
+}
+
+/** Ends the member's console sessions (removed, or a new password: a fresh start). */
+export async function endMemberSessions(db: Queryable, memberId: string): Promise<void> {
+  await db.query('DELETE FROM console_sessions WHERE member_id = $1::uuid', [memberId]);
+}
+
+// The operator's role changes and removals follow the team's rules in membership.ts (the last
+// owner stays), the same code the console calls with a member as the actor.
+export { removeMember, updateMember } from './membership.js';
 
 export async function countTeams(db: Queryable): Promise<number> {
   const { rows } = await db.query<{ n: number }>('SELECT count(*)::integer AS n FROM teams');

@@ -72,7 +72,8 @@ export function webhookRoutes(deps: WebhooksDeps): FastifyPluginAsyncTypebox {
           response: { 201: Type.Ref('CreatedWebhookEndpoint', { description: 'The endpoint, with its signing secret (shown only here)' }), ...errorResponses(...COMMON, ...BODY, 'webhook_endpoint_limit_reached') },
         },
       },
-      async (request, reply) => reply.status(201).send(await createEndpoint(deps, requireAuth(request), request.body, request.log)),
+      // The answer carries the signing secret: no cache may keep it.
+      async (request, reply) => reply.status(201).header('Cache-Control', 'no-store').send(await createEndpoint(deps, requireAuth(request), request.body, request.log)),
     );
 
     app.patch(
@@ -148,7 +149,7 @@ export function webhookRoutes(deps: WebhooksDeps): FastifyPluginAsyncTypebox {
           if (request.body === undefined) (request as { body: unknown }).body = {};
         },
       },
-      async (request) => rotateEndpointSecret(deps, requireAuth(request), request.params.endpoint_id, request.body),
+      async (request, reply) => reply.header('Cache-Control', 'no-store').send(await rotateEndpointSecret(deps, requireAuth(request), request.params.endpoint_id, request.body)),
     );
 
     app.get(

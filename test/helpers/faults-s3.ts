@@ -1,17 +1,13 @@
-// A real S3-compatible server (s3rver, on a temporary directory) behind a proxy that can refuse
+// The tests' S3 (test/helpers/s3-target.ts: s3rver on a temporary directory, or the real S3 named
+// by TEST_S3_ENDPOINT) behind a proxy that can refuse
 // object PUTs the way MinIO does when its drives are full (507 XMinioStorageFull). s3rver itself
 // cannot stand in for a full disk: a failed write crashes its process. It can also answer a
 // passing 503 SlowDown, which S3 asks clients to retry. Everything else passes through untouched,
 // so uploads and reads are real.
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import S3rver from 's3rver';
-
-export const S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { startS3Target, type S3Target } from './s3-target.js';
 
 const STORAGE_FULL =
   '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>XMinioStorageFull</Code>' +
@@ -29,23 +25,23 @@ export class FullS3 {
   /** The PUTs refused so far (paths), and the status each got. */
   readonly refused: { path: string; status: number }[] = [];
   readonly inspector: S3Client;
+  readonly bucket: string;
+  readonly credentials: S3Target['credentials'];
+  readonly region: string;
   private readonly proxy: http.Server;
+  private readonly target: URL;
 
-  private constructor(
-    private readonly s3: S3rver,
-    private readonly dir: string,
-    private readonly target: number,
-    readonly bucket: string,
-  ) {
+  private constructor(private readonly s3: S3Target) {
     this.proxy = http.createServer((req, res) => this.forward(req, res));
-    this.inspector = new S3Client({ region: 'us-east-1', endpoint: `http://127.0.0.1:${target}`, forcePathStyle: true, credentials: S3_CREDENTIALS });
+    this.inspector = s3.client;
+    this.bucket = s3.bucket;
+    this.credentials = s3.credentials;
+    this.region = s3.region;
+    this.target = new URL(s3.endpoint);
   }
 
   static async start(bucket: string): Promise<FullS3> {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-faults-s3-'));
-    const s3 = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir, configureBuckets: [{ name: bucket }] });
-    const { port } = await s3.run();
-    const f = new FullS3(s3, dir, port, bucket);
+    const f = new FullS3(await startS3Target(bucket));
     await new Promise<void>((resolve) => f.proxy.listen(0, '127.0.0.1', resolve));
     return f;
   }
@@ -66,7 +62,7 @@ export class FullS3 {
       req.on('end', () => res.writeHead(status, { 'content-type': 'application/xml' }).end(body));
       return;
     }
-    const out = http.request({ host: '127.0.0.1', port: this.target, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+    const out = http.request({ host: this.target.hostname, port: this.target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
     });
@@ -81,10 +77,8 @@ export class FullS3 {
   }
 
   async close(): Promise<void> {
-    this.inspector.destroy();
     this.proxy.closeAllConnections();
     await new Promise((resolve) => this.proxy.close(resolve));
     await this.s3.close();
-    fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }

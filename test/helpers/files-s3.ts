@@ -1,79 +1,109 @@
-// The S3 backend the files-s3 tests (test/files-s3-*.test.ts) run against: a real S3-compatible
-// server (s3rver 3.7.1) on a free port with its own directory, and the service storing files in
-// its bucket under a prefix, over real sockets. Each test file starts its own pair (its own
+// The S3 backend the files-s3 tests (test/files-s3-*.test.ts) run against: the S3 that
+// test/helpers/s3-target.ts picks (s3rver on a free port by default; the real S3 named by
+// TEST_S3_ENDPOINT, such as Ceph's RADOS Gateway in `.ci/run`), and the service storing files in
+// its own bucket under a prefix, over real sockets. Each test file starts its own pair (its own
 // database, its own bucket) from its before hook.
 //
 // s3rver does not enforce S3's 5 MiB minimum for all parts but the last, which lets the tests use
-// 16 KiB parts (TOOLRUN_PART_SIZE_BYTES); AWS would refuse those with EntityTooSmall.
+// 16 KiB parts (TOOLRUN_PART_SIZE_BYTES); a real S3 refuses those with EntityTooSmall, so there
+// the parts are its minimum (5 MiB) and the test PNG is a noise image of about 11 MB.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import type { IncomingMessage } from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
-import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import S3rver from 's3rver';
+import http, { type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import sharp from 'sharp';
 import { callApi, makeTeam, type TeamFixture } from './fixtures.js';
 import { makePng } from './media.js';
+import { startS3Target, type S3Target } from './s3-target.js';
 import { startTestServer, type TestServer } from './server.js';
 import type { PartRef, Upload } from './uploads.js';
 
-export const PART = 16 * 1024;
-export const BUCKET = 'toolrun-test';
 export const PREFIX = 'some/prefix';
-export const ACCESS_KEY = 'S3RVER';
-export const SECRET_KEY = 'S3RVER';
-export const REGION = 'us-east-1';
 
 // Live bindings: set by startS3Service(), read by the tests of the file that started it.
+/** The part size: 16 KiB on s3rver, the server's minimum (5 MiB) on a real S3. */
+export let PART = 16 * 1024;
+export let BUCKET = 'toolrun-test';
+export let ACCESS_KEY = 'S3RVER';
+export let SECRET_KEY = 'S3RVER';
+export let REGION = 'us-east-1';
 export let endpoint: string;
 /** A client of our own, to look into the bucket independently of the code under test. */
 export let inspector: S3Client;
+export let target: S3Target;
 export let s: TestServer;
 export let team: TeamFixture;
 /** Spans several parts, the last of them short. */
 export let png: Buffer;
+export let PNG_SIZE = { width: 320, height: 240 };
 
-let s3: S3rver | undefined;
-let s3Dir: string | undefined;
+let recorder: http.Server | undefined;
 const savedEnv: Record<string, string | undefined> = {};
 
+/** A pass-through proxy in front of a real S3 that shows each request to `onRequest` first. */
+async function recordingProxy(to: string, onRequest: (req: IncomingMessage) => void): Promise<http.Server> {
+  const target = new URL(to);
+  const proxy = http.createServer((req, res) => {
+    onRequest(req);
+    const out = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    out.on('error', () => res.destroy());
+    req.pipe(out);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  return proxy;
+}
+
 /**
- * Starts s3rver and the service on it. `onS3Request` sees every request s3rver receives, from
- * the first on.
+ * Starts the S3 and the service on it. `onS3Request` sees every request the S3 receives, from
+ * the first on (on a real S3, through a pass-through proxy the service is given as endpoint).
+ * `env` adds to (or overrides) the service's environment.
  */
-export async function startS3Service(opts: { onS3Request?: (req: IncomingMessage) => void } = {}): Promise<void> {
+export async function startS3Service(
+  opts: { onS3Request?: (req: IncomingMessage) => void; env?: Record<string, string>; bucket?: string } = {},
+): Promise<void> {
   for (const name of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_REGION']) savedEnv[name] = process.env[name];
+  target = await startS3Target(opts.bucket ?? 'toolrun-test');
+  ({ bucket: BUCKET, region: REGION } = target);
+  ({ accessKeyId: ACCESS_KEY, secretAccessKey: SECRET_KEY } = target.credentials);
   // The service's S3Client takes its credentials from the SDK's default chain, i.e. these.
   process.env.AWS_ACCESS_KEY_ID = ACCESS_KEY;
   process.env.AWS_SECRET_ACCESS_KEY = SECRET_KEY;
   process.env.AWS_REGION = REGION;
 
-  s3Dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-s3rver-'));
-  s3 = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: s3Dir, configureBuckets: [{ name: BUCKET }] });
-  const address = await s3.run();
-  endpoint = `http://127.0.0.1:${address.port}`;
-  assert.ok(s3.httpServer, 's3rver has no HTTP server after run()');
-  if (opts.onS3Request) s3.httpServer.on('request', opts.onS3Request);
-  inspector = new S3Client({
-    region: REGION,
-    endpoint,
-    forcePathStyle: true,
-    credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET_KEY },
-  });
+  endpoint = target.endpoint;
+  if (opts.onS3Request && target.httpServer) target.httpServer.on('request', opts.onS3Request);
+  else if (opts.onS3Request) {
+    recorder = await recordingProxy(target.endpoint, opts.onS3Request);
+    endpoint = `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`;
+  }
+  inspector = target.client;
+  PART = Math.max(16 * 1024, target.minPartBytes);
 
   s = await startTestServer({
     env: {
       TOOLRUN_STORAGE: `s3://${BUCKET}/${PREFIX}`,
       TOOLRUN_S3_ENDPOINT: endpoint,
       TOOLRUN_PART_SIZE_BYTES: String(PART),
-      TOOLRUN_S3_ALLOW_SMALL_PARTS: '1',
+      ...(PART < 5 * 1024 * 1024 ? { TOOLRUN_S3_ALLOW_SMALL_PARTS: '1' } : {}),
       AWS_REGION: REGION,
+      ...opts.env,
     },
   });
   assert.equal(s.storage.kind, 's3');
   team = await makeTeam(s.database.db);
-  png = await makePng(320, 240);
-  assert.ok(png.length > 2 * PART, `test PNG must span several parts (${png.length} bytes)`);
+  if (target.kind === 'real') {
+    // Random pixels do not compress: 2.2 bytes a pixel over 5 MiB parts gives two parts and a short one.
+    PNG_SIZE = { width: 2048, height: Math.ceil((2.2 * PART) / (2048 * 3)) };
+    png = await sharp(randomBytes(PNG_SIZE.width * PNG_SIZE.height * 3), { raw: { ...PNG_SIZE, channels: 3 } }).png().toBuffer();
+  } else {
+    png = await makePng(PNG_SIZE.width, PNG_SIZE.height);
+  }
+  assert.ok(png.length > 2 * PART && png.length % PART !== 0, `test PNG must span several parts, the last short (${png.length} bytes)`);
 }
 
 /** Stops what startS3Service() started, as far as it got, and restores the environment. */
@@ -82,9 +112,11 @@ export async function stopS3Service(): Promise<void> {
     await s.close();
     fs.rmSync(s.config.dataDir, { recursive: true, force: true });
   }
-  inspector?.destroy();
-  if (s3?.httpServer?.listening) await s3.close();
-  if (s3Dir) fs.rmSync(s3Dir, { recursive: true, force: true });
+  if (recorder) {
+    recorder.closeAllConnections();
+    await new Promise((resolve) => recorder?.close(resolve));
+  }
+  await target?.close();
   for (const [name, value] of Object.entries(savedEnv)) {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;

@@ -88,6 +88,26 @@ export interface Invite {
   expires_at: string;
 }
 
+/** A link that may still set a member's password (never its token). */
+export interface PendingInvite {
+  id: string;
+  member: { id: string; email: string; role: Role };
+  /** null: an operator made it (toolrun admin member invite). */
+  created_by: { id: string; email: string } | null;
+  created_at: string;
+  expires_at: string;
+  resets_password: boolean;
+}
+
+/** A link made to reset the signed-in member's password. */
+export interface ResetNotice {
+  created_by: { id: string; email: string } | null;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+  revoked_at: string | null;
+}
+
 /** A refused call: the envelope's code and message, and its field errors keyed by field name. */
 export class ConsoleError extends Error {
   constructor(
@@ -170,6 +190,9 @@ export interface ConsoleApi extends RunsApi {
   inviteMember(id: string): Promise<Invite>;
   changeRole(id: string, role: Role): Promise<Member>;
   removeMember(id: string): Promise<{ id: string; removed: true }>;
+  listInvites(): Promise<{ data: PendingInvite[] }>;
+  revokeInvite(id: string): Promise<{ id: string; revoked: true }>;
+  passwordResets(): Promise<{ data: ResetNotice[] }>;
 }
 
 /**
@@ -231,6 +254,9 @@ export function createApi(opts: { base?: string; onSignedOut?: () => void } = {}
     inviteMember: (memberId) => call('POST', `/members/${id(memberId)}/invite`),
     changeRole: (memberId, role) => call('PATCH', `/members/${id(memberId)}`, { role }),
     removeMember: (memberId) => call('DELETE', `/members/${id(memberId)}`),
+    listInvites: () => call('GET', '/invites'),
+    revokeInvite: (inviteId) => call('POST', `/invites/${id(inviteId)}/revoke`),
+    passwordResets: () => call('GET', '/password-resets'),
     ...runsApi(call as Call),
   };
 }

@@ -84,6 +84,21 @@ const ERRORS: Record<string, Example> = {
     summary: 'The delivery was not given up',
     value: envelope('delivery_not_redeliverable', `Delivery ${EXAMPLE_DELIVERY_ID} is pending; only a delivery that was given up (failed) can be sent again.`),
   },
+  part_too_small: {
+    summary: 'The storage refused parts under its minimum part size',
+    value: envelope(
+      'part_too_small',
+      'The storage refused to assemble parts of 16384 bytes: that is under its minimum part size (S3: 5 MiB for every part but the last). The server is misconfigured (TOOLRUN_PART_SIZE_BYTES, with the test-only TOOLRUN_S3_ALLOW_SMALL_PARTS); tell its operator. This upload cannot complete.',
+      { details: { part_size_bytes: 16384 } },
+    ),
+  },
+  upload_not_found: {
+    summary: 'The storage no longer holds the upload',
+    value: envelope(
+      'upload_not_found',
+      'The storage no longer holds this upload (NoSuchUpload): it was aborted outside the service, by a bucket lifecycle rule or an operator. Start a new upload.',
+    ),
+  },
   part_in_progress: {
     summary: 'A part is still being PUT',
     value: envelope('part_in_progress', 'Part 2 is still being written by another PUT; complete the upload once every part PUT has finished.', {

@@ -44,7 +44,7 @@ export type paths = {
         };
         /**
          * The team's run events as server-sent events: what webhooks deliver, without an endpoint
-         * @description Server-sent events (text/event-stream) with the team's run events (run.succeeded, run.failed, run.canceled; more types may come) from the moment of connection: `id:` is the event id, `event:` its type, and `data:` the very body a webhook delivery of the event POSTs (the same id, on every path). No endpoint is needed: this is how a local machine can receive events (toolrun-cli listen). Reconnect with Last-Event-ID (an event of the last 24 hours) to get what came after it. Delivery is at least once, as with webhooks: skip ids you have handled. A comment line (`: heartbeat`) comes every 15 s. Needs the webhooks scope and an owner or admin behind the key. At most 10 open streams per key (both stream kinds together) and 1000 per server: past them, 429 rate_limited.
+         * @description Server-sent events (text/event-stream) with the team's run events (run.succeeded, run.failed, run.canceled; more types may come) from the moment of connection: `id:` is the event id, `event:` its type, and `data:` the very body a webhook delivery of the event POSTs (the same id, on every path). No endpoint is needed: this is how a local machine can receive events (toolrun-cli listen). Reconnect with Last-Event-ID (an event of the last 24 hours) to get what came after it. Delivery is at least once, as with webhooks: skip ids you have handled. A comment line (`: heartbeat`) comes every 15 s. Needs the webhooks scope and an owner or admin behind the key. At most 10 open streams per key (both stream kinds together), and per team and per server as the operator sets them (by default 250 and 1000): past them, 429 rate_limited.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -155,7 +155,7 @@ export type paths = {
         };
         /**
          * A run started with this team's keys; poll every 2 to 5 seconds until it is final
-         * @description Send Prefer: wait=N (1 to 60 seconds) holds the answer until the run is final or N seconds pass; the answer then says Preference-Applied: wait=N. Past a bound of waiting requests (10 per key, 1000 per process) the answer comes at once, without Preference-Applied. Other preferences are ignored.
+         * @description Send Prefer: wait=N (1 to 60 seconds) holds the answer until the run is final or N seconds pass; the answer then says Preference-Applied: wait=N. Past a bound of waiting requests (10 per key; per team and per process as the operator sets them, by default 250 and 1000) the answer comes at once, without Preference-Applied. Other preferences are ignored.
          */
         get: operations["getRun"];
         put?: never;
@@ -192,7 +192,7 @@ export type paths = {
         };
         /**
          * A run's status and progress as server-sent events, until it is final
-         * @description Server-sent events (text/event-stream) for one run, woken by the service when the run changes (no polling). Each event has an `id:` (the run's change number), an `event:` and `data:` with the run as GET /v1/runs/{run_id} shows it then: `status` when the status changed (and first, with the run as it is), `progress` when only the progress moved, and finally `done` with the final run, after which the stream ends. Reconnect with Last-Event-ID to resume; a run already final and fully seen answers 204. A comment line (`: heartbeat`) comes every 15 s. At most 10 open streams per key (both stream kinds together) and 1000 per server: past them, 429 rate_limited.
+         * @description Server-sent events (text/event-stream) for one run, woken by the service when the run changes (no polling). Each event has an `id:` (the run's change number), an `event:` and `data:` with the run as GET /v1/runs/{run_id} shows it then: `status` when the status changed (and first, with the run as it is), `progress` when only the progress moved, and finally `done` with the final run, after which the stream ends. Reconnect with Last-Event-ID to resume (an id above the run's latest is 422); a run already final and fully seen answers 204. A comment line (`: heartbeat`) comes every 15 s. At most 10 open streams per key (both stream kinds together), and per team and per server as the operator sets them (by default 250 and 1000): past them, 429 rate_limited.
          */
         get: operations["streamRunEvents"];
         put?: never;
@@ -1532,7 +1532,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Not found. Codes: file_not_found. */
+            /** @description Not found. Codes: file_not_found, upload_not_found. */
             404: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1558,7 +1558,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict with the current state. Codes: part_in_progress. */
+            /** @description Conflict with the current state. Codes: part_in_progress, part_too_small. */
             409: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -2119,7 +2119,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Prefer: wait=N (1 to 60 seconds) holds the answer until the run is final or N seconds pass; the answer then says Preference-Applied: wait=N. Past a bound of waiting requests (10 per key, 1000 per process) the answer comes at once, without Preference-Applied. Other preferences are ignored. */
+                /** @description Prefer: wait=N (1 to 60 seconds) holds the answer until the run is final or N seconds pass; the answer then says Preference-Applied: wait=N. Past a bound of waiting requests (10 per key; per team and per process as the operator sets them, by default 250 and 1000) the answer comes at once, without Preference-Applied. Other preferences are ignored. */
                 prefer?: string;
             };
             path: {
@@ -2433,7 +2433,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The id of the last event received (what EventSource sends when it reconnects): events up to it are not sent again. Ids are whole numbers that grow with every change of the run. */
+                /** @description The id of the last event received (what EventSource sends when it reconnects): events up to it are not sent again. Ids are whole numbers that grow with every change of the run; one above the run's latest is refused (422). */
                 "last-event-id"?: string;
             };
             path: {
@@ -3057,7 +3057,7 @@ export interface operations {
                 "cancel-after"?: string;
                 /** @description At most 255 characters. Repeating a key returns the run already started, with Idempotent-Replayed: true */
                 "idempotency-key"?: string;
-                /** @description Prefer: wait=N (1 to 60 seconds) holds the answer until the run is final or N seconds pass; the answer then says Preference-Applied: wait=N. Past a bound of waiting requests (10 per key, 1000 per process) the answer comes at once, without Preference-Applied. Other preferences are ignored. */
+                /** @description Prefer: wait=N (1 to 60 seconds) holds the answer until the run is final or N seconds pass; the answer then says Preference-Applied: wait=N. Past a bound of waiting requests (10 per key; per team and per process as the operator sets them, by default 250 and 1000) the answer comes at once, without Preference-Applied. Other preferences are ignored. */
                 prefer?: string;
             };
             path: {

@@ -10,6 +10,8 @@ interface MemberRowProps {
   api: ConsoleApi;
   member: Member;
   canManage: boolean;
+  /** Whether the signed-in member may make a link for this one (only owners reset a password, or touch an owner). */
+  mayLink: boolean;
   isMe: boolean;
   onChanged: () => Promise<void>;
   onInvite: (m: Member) => void;
@@ -70,9 +72,11 @@ export function MemberRow(p: MemberRowProps) {
       <td>{when(m.created_at)}</td>
       {p.canManage ? (
         <td class="actions">
-          <button type="button" class="small" aria-label={`New invite link for ${m.email}`} onClick={() => p.onInvite(m)}>
-            Invite link
-          </button>
+          {p.mayLink ? (
+            <button type="button" class="small" aria-label={`${m.has_password ? 'New reset link' : 'New invite link'} for ${m.email}`} onClick={() => p.onInvite(m)}>
+              {m.has_password ? 'Reset link' : 'Invite link'}
+            </button>
+          ) : null}
           <button type="button" class="small danger" aria-label={`Remove ${m.email}`} onClick={() => p.onRemove(m)}>
             Remove
           </button>

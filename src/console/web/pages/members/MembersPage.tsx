@@ -1,4 +1,5 @@
-// Members: everyone reads the list; owners and admins invite, change roles and remove.
+// Members: everyone reads the list; owners and admins invite, change roles and remove, and see
+// and revoke the pending invite links.
 import { useState } from 'preact/hooks';
 import type { ConsoleApi, Invite, Member, Session } from '../../api.ts';
 import { ConfirmDialog } from '../../components/dialog.tsx';
@@ -7,6 +8,7 @@ import { PageTitle } from '../../components/page.tsx';
 import { Secret } from '../../components/secret.tsx';
 import { InviteForm } from './InviteForm.tsx';
 import { MemberRow } from './MemberRow.tsx';
+import { PendingInvites } from './PendingInvites.tsx';
 
 export function MembersPage(p: { api: ConsoleApi; session: Session }) {
   const [loaded, reload] = useLoad(() => p.api.listMembers());
@@ -15,12 +17,19 @@ export function MembersPage(p: { api: ConsoleApi; session: Session }) {
   const [error, setError] = useState<string | null>(null);
   const [pageStatus, setPageStatus] = useState('');
   const [busy, setBusy] = useState(false);
+  // Bumped after every change that makes, uses up or voids a link: the pending list reloads.
+  const [linksChanged, setLinksChanged] = useState(0);
   const list = loaded.state === 'ready' ? loaded.value : null;
+  const changed = async () => {
+    setLinksChanged((n) => n + 1);
+    await reload();
+  };
 
   const newLink = async (m: Member) => {
     setPageStatus('');
     try {
       setInvite({ email: m.email, invite: await p.api.inviteMember(m.id) });
+      setLinksChanged((n) => n + 1);
     } catch (err) {
       setPageStatus(errorText(err));
     }
@@ -32,7 +41,7 @@ export function MembersPage(p: { api: ConsoleApi; session: Session }) {
       await p.api.removeMember(m.id);
       setRemoving(null);
       setPageStatus(`${m.email} was removed.`);
-      await reload();
+      await changed();
     } catch (err) {
       setError(errorText(err));
     } finally {
@@ -56,7 +65,7 @@ export function MembersPage(p: { api: ConsoleApi; session: Session }) {
         <Secret
           label={`Invite link for ${invite.email}`}
           value={invite.invite.invite_url}
-          warning={`Send this link to ${invite.email}; it sets their password. It works once, until ${new Date(invite.invite.expires_at).toLocaleString()}, and a newer link replaces it.`}
+          warning={`Send this link to ${invite.email}; it sets their password. It works once, until ${new Date(invite.invite.expires_at).toLocaleString()}; a newer link, a change of their role or a revocation below stops it.`}
           onDone={() => setInvite(null)}
         />
       ) : null}
@@ -65,7 +74,7 @@ export function MembersPage(p: { api: ConsoleApi; session: Session }) {
           api={p.api}
           onInvited={(email, inv) => {
             setInvite({ email, invite: inv });
-            void reload();
+            void changed();
           }}
         />
       ) : null}
@@ -89,8 +98,9 @@ export function MembersPage(p: { api: ConsoleApi; session: Session }) {
                   api={p.api}
                   member={m}
                   canManage={list.can_manage}
+                  mayLink={p.session.member.role === 'owner' || (list.can_manage && m.role !== 'owner' && !m.has_password)}
                   isMe={m.id === p.session.member.id}
-                  onChanged={reload}
+                  onChanged={changed}
                   onInvite={(x) => void newLink(x)}
                   onRemove={(x) => (setError(null), setRemoving(x))}
                 />
@@ -98,6 +108,9 @@ export function MembersPage(p: { api: ConsoleApi; session: Session }) {
             </tbody>
           </table>
         </div>
+      ) : null}
+      {list?.can_manage ? (
+        <PendingInvites api={p.api} refreshKey={linksChanged} onRevoked={(email) => setPageStatus(`The link for ${email} was revoked.`)} />
       ) : null}
       {removing ? (
         <ConfirmDialog

@@ -1,8 +1,10 @@
-// Overview: the team, its plan, the Sparks it has and this hour's runs against its ceiling.
+// Overview: the team, its plan, the Sparks it has and this hour's runs against its ceiling, and
+// the password reset links made for the member lately.
 import type { ConsoleApi, Session } from '../../api.ts';
 import { PLAN_NAMES, ROLE_NAMES } from '../../components/format.ts';
 import { Loading, useLoad } from '../../components/load.tsx';
 import { PageTitle } from '../../components/page.tsx';
+import { ResetNotices } from './ResetNotices.tsx';
 
 const number = new Intl.NumberFormat();
 
@@ -11,6 +13,7 @@ export function OverviewPage(p: { api: ConsoleApi; session: Session }) {
   return (
     <>
       <PageTitle title="Overview" />
+      <ResetNotices api={p.api} />
       <Loading loaded={loaded} />
       {loaded.state === 'ready' ? (
         <dl class="stats">
