@@ -1,7 +1,8 @@
 // Sign-in throttling (issue 25, items 3 and 5): failures count per (account, client group) and per
 // client group, where a client group is an IPv4 address or an IPv6 /64; the account as a whole
-// only slows down (progressive delay), and a browser that signed in before (its device cookie)
-// is never refused because of failures from elsewhere.
+// only slows down (progressive delay, one queue per account across concurrent tries, bounded), and
+// a browser that signed in before (its device cookie) is never refused because of failures from
+// elsewhere.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -12,12 +13,14 @@ import {
   SIGN_IN_ATTEMPTS_PER_DEVICE,
   SIGN_IN_FREE_FAILURES,
   SIGN_IN_MAX_DELAY_MS,
+  SIGN_IN_MAX_QUEUE_MS,
 } from '../src/console/throttle.js';
 import { ConsoleClient, inviteAndSignIn, STRONG_PASSWORD } from './helpers/console.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import type { AnsweredRequest } from './helpers/error-envelope.js';
 import { assertError } from './helpers/error-envelope.js';
 import { makeTeam } from './helpers/fixtures.js';
+import { waitFor } from './helpers/process.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 let database: TestDatabase;
@@ -216,5 +219,109 @@ describe('per client group (item 5)', () => {
     } finally {
       await proxied.close();
     }
+  });
+});
+
+describe("the account's delay is one queue, whatever the concurrency (item 3)", () => {
+  /** The account's row: its failures in the window and the end of its last reserved slot. */
+  async function accountRow(email: string): Promise<{ attempts: number; next_at: Date | null }> {
+    const { rows } = await db().pool.query<{ attempts: number; next_at: Date | null }>(
+      'SELECT attempts, next_at FROM console_signin_attempts WHERE bucket = $1::text',
+      [`account:${email}`],
+    );
+    assert.ok(rows[0], 'the account has a bucket');
+    return rows[0];
+  }
+
+  async function accountAttempts(email: string): Promise<number> {
+    const { rows } = await db().pool.query<{ attempts: number }>('SELECT attempts FROM console_signin_attempts WHERE bucket = $1::text', [`account:${email}`]);
+    return rows[0]?.attempts ?? 0;
+  }
+
+  test('concurrent wrong tries from many client groups are let through one delay apart, those past the bound refused at once; a device cookie signs in meanwhile', async (t) => {
+    // Small delays, so the queue fills in seconds: each try at the cap waits 400 ms more than the one before.
+    const delays = { firstDelayMs: 100, maxDelayMs: 400, maxQueueMs: 2_000 };
+    const proxied = await startTestServer({ database, env: { TOOLRUN_TRUST_PROXY: 'loopback' }, signInDelays: delays });
+    try {
+      const m = await owner();
+      const from = (address: string) => ({ base: proxied.url, headers: { 'x-forwarded-for': address } });
+      const device = deviceCookieOf(await attempt(m.email, STRONG_PASSWORD, from('198.51.100.1')))?.value ?? null;
+      assert.ok(device);
+      // An attack long under way: the account is at the capped delay.
+      await db().pool.query('UPDATE console_signin_attempts SET attempts = attempts + 1000 WHERE bucket = $1::text', [`account:${m.email}`]);
+
+      const n = 12;
+      const t0 = performance.now();
+      const flood = Array.from({ length: n }, (_, i) =>
+        attempt(m.email, `flood guess ${i}`, from(`203.0.113.${i + 1}`)).then((res) => ({ res, at: performance.now() - t0 })),
+      );
+      // Once the account's queue holds some of them, the member's browser signs in: no queue for it.
+      let answers: { res: AnsweredRequest; at: number }[];
+      let trusted: { value: AnsweredRequest; ms: number };
+      let trustedAt: number;
+      try {
+        await waitFor('the flood to reach the account', async () => (await accountAttempts(m.email)) >= 1003, 10_000, 10);
+        trusted = await timed(() => attempt(m.email, STRONG_PASSWORD, { ...from('198.51.100.1'), device }));
+        trustedAt = performance.now() - t0;
+      } finally {
+        // Every answer is in before the server closes, whatever failed.
+        answers = (await Promise.allSettled(flood)).flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+      }
+      assert.equal(answers.length, n);
+      t.diagnostic(`answers at ${answers.map((a) => `${a.res.statusCode}@${Math.round(a.at)}ms`).join(' ')}; device cookie 200 after ${Math.round(trusted.ms)} ms`);
+
+      assert.equal(trusted.value.statusCode, 200, trusted.value.body);
+      const admitted = answers.filter((a) => a.res.statusCode === 401).map((a) => a.at).sort((a, b) => a - b);
+      const refused = answers.filter((a) => a.res.statusCode !== 401);
+      for (const r of refused) {
+        const error = assertError(r.res, 429, 'rate_limited');
+        assert.equal(error.details?.reason, 'sign_in_attempts');
+        const retry = Number(r.res.headers['retry-after']);
+        assert.ok(Number.isInteger(retry) && retry >= 1 && retry <= Math.ceil(delays.maxQueueMs / 1000), `Retry-After ${retry}`);
+      }
+      // The bound holds whatever the concurrency: about maxQueue / delay tries, the rest refused.
+      const bound = delays.maxQueueMs / delays.maxDelayMs;
+      assert.ok(admitted.length >= 1 && admitted.length <= bound + 1, `${admitted.length} of ${n} concurrent tries let through`);
+      assert.ok(refused.length >= n - bound - 1, `${refused.length} refused`);
+      // The tries let through were served one after the other, a delay apart, not all at once.
+      const first = admitted[0] ?? 0;
+      const last = admitted[admitted.length - 1] ?? 0;
+      assert.ok(last - first >= (admitted.length - 1) * delays.maxDelayMs - 100, `first to last answer ${Math.round(last - first)} ms for ${admitted.length}`);
+      // Refused at once, not after waiting in the queue.
+      for (const r of refused) assert.ok(r.at < last && r.at < delays.maxQueueMs / 2, `a refusal answered after ${Math.round(r.at)} ms`);
+      assert.ok(trustedAt < last && trusted.ms < delays.maxQueueMs / 2, `device cookie sign-in took ${Math.round(trusted.ms)} ms`);
+      // A refused try reserved nothing and counted nothing on the account.
+      assert.equal(await accountAttempts(m.email), 1000 + admitted.length);
+    } finally {
+      await proxied.close();
+    }
+  });
+
+  test(`a try whose slot would be more than ${SIGN_IN_MAX_QUEUE_MS / 1000} s away is refused at once, reserves nothing and is told when a slot frees; a device cookie still signs in`, async () => {
+    const m = await owner();
+    const device = deviceCookieOf(await attempt(m.email, STRONG_PASSWORD, { from: '127.0.6.1' }))?.value ?? null;
+    assert.ok(device);
+    // The account at the capped delay, its queue full to 2 s short of the bound: the next slot
+    // would end 3 s past it.
+    await db().pool.query(
+      'UPDATE console_signin_attempts SET attempts = 1000, next_at = now() + make_interval(secs => $2::integer) WHERE bucket = $1::text',
+      [`account:${m.email}`, SIGN_IN_MAX_QUEUE_MS / 1000 - 2],
+    );
+    const queued = await accountRow(m.email);
+
+    for (const password of ['a guess', STRONG_PASSWORD]) {
+      const res = await timed(() => attempt(m.email, password, { from: '127.0.6.2' }));
+      const error = assertError(res.value, 429, 'rate_limited');
+      assert.equal(error.details?.reason, 'sign_in_attempts');
+      const retry = Number(res.value.headers['retry-after']);
+      const over = (SIGN_IN_MAX_DELAY_MS - 2_000) / 1000;
+      assert.ok(Number.isInteger(retry) && retry >= 1 && retry <= over, `Retry-After ${retry}, expected ${over}`);
+      assert.ok(res.ms < SIGN_IN_MAX_DELAY_MS / 2, `refused after ${Math.round(res.ms)} ms`);
+    }
+    assert.deepEqual(await accountRow(m.email), queued);
+
+    const trusted = await timed(() => attempt(m.email, STRONG_PASSWORD, { from: '127.0.6.2', device }));
+    assert.equal(trusted.value.statusCode, 200, trusted.value.body);
+    assert.ok(trusted.ms < SIGN_IN_MAX_DELAY_MS / 2, `device cookie sign-in took ${Math.round(trusted.ms)} ms`);
   });
 });

@@ -16,6 +16,7 @@ import { playgroundRoutes } from './routes-playground.js';
 import { runConsoleRoutes } from './routes-runs.js';
 import { usageRoutes } from './routes-usage.js';
 import { sessionRoutes } from './routes-session.js';
+import type { SignInDelays } from './throttle.js';
 import { webhookConsoleRoutes } from './routes-webhooks.js';
 
 export interface ConsoleDeps {
@@ -26,6 +27,8 @@ export interface ConsoleDeps {
   storage: Storage;
   media: MediaBinaries;
   dummyHash: DummyHash;
+  /** The sign-in throttle's delays; absent, its defaults (tests shorten them). */
+  signInDelays?: SignInDelays;
   /** Called after a change to a team's keys or members commits: this process stops trusting what it remembers of them. */
   teamChanged(teamId: string): void;
 }

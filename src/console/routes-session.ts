@@ -49,7 +49,7 @@ export function sessionRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         const device = readCookie(request.headers.cookie, DEVICE_COOKIE);
-        const signedIn = await signIn(deps.db, deps.dummyHash, { ...request.body, ip: request.ip, device });
+        const signedIn = await signIn(deps.db, deps.dummyHash, { ...request.body, ip: request.ip, device }, deps.signInDelays);
         const view = startSession(reply, signedIn.token, signedIn.session);
         // Marks this browser as one that signed in to the account: failures elsewhere never refuse it.
         reply.header('Set-Cookie', deviceCookie(signedIn.device, { secure, maxAgeSeconds: signedIn.deviceMaxAgeSeconds }));

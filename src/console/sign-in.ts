@@ -3,7 +3,7 @@ import { ApiError } from '../core/errors.js';
 import { deleteExpiredDevices, DEVICE_LIFETIME_SECONDS, issueDevice } from './devices.js';
 import { DummyHash, verifyPassword } from './passwords.js';
 import { createSession, deleteEndedSessions, findSession, type SessionMember } from './sessions.js';
-import { admitSignIn, deleteOldAttempts, giveBackAttempt } from './throttle.js';
+import { admitSignIn, deleteOldAttempts, giveBackAttempt, SIGN_IN_DELAYS, type SignInDelays } from './throttle.js';
 
 export interface SignedIn {
   token: string;
@@ -32,9 +32,14 @@ export function accountOf(email: string): string {
  * email runs scrypt against a dummy hash instead: the same work, the same answer, as a wrong
  * password.
  */
-export async function signIn(db: Db, dummy: DummyHash, input: { email: string; password: string; ip: string; device: string | null }): Promise<SignedIn> {
+export async function signIn(
+  db: Db,
+  dummy: DummyHash,
+  input: { email: string; password: string; ip: string; device: string | null },
+  delays: SignInDelays = SIGN_IN_DELAYS,
+): Promise<SignedIn> {
   const account = accountOf(input.email);
-  const taken = await admitSignIn(db.pool, { account, ip: input.ip, device: input.device });
+  const taken = await admitSignIn(db.pool, { account, ip: input.ip, device: input.device }, delays);
   const { rows } = await db.pool.query<{ member_id: string; hash: string }>(
     `SELECT m.id AS member_id, p.hash FROM members m JOIN member_passwords p ON p.member_id = m.id
       WHERE translate(m.email, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') = $1::text AND m.removed_at IS NULL

@@ -16,6 +16,7 @@ import { KeyUsage } from '../auth/key-usage.js';
 import { createAuthHook } from '../auth/plugin.js';
 import { consolePages, storageOrigin } from '../console/pages.js';
 import { consoleApi } from '../console/plugin.js';
+import type { SignInDelays } from '../console/throttle.js';
 import type { Config } from '../config/config.js';
 import { isDbUnavailable } from '../db/errors.js';
 import { Listener } from '../db/listen.js';
@@ -61,6 +62,8 @@ export interface AppDeps {
   metrics?: Metrics;
   /** Test-only: routes registered after the built-in ones, under the same hooks and error handling. */
   extraRoutes?: FastifyPluginAsync;
+  /** Test-only: shorter sign-in delays, so a test fills an account's queue in seconds. */
+  signInDelays?: SignInDelays;
 }
 
 /** Maps whatever was thrown to the error the client sees. */
@@ -304,7 +307,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(runEventRoutes({ config, db, tools, storage: deps.storage, hub }));
   await app.register(webhookRoutes({ config, db }));
   await app.register(teamEventRoutes({ db, hub }));
-  await app.register(consoleApi({ config, db, tools, storage: deps.storage, media: deps.media, teamChanged }));
+  await app.register(
+    consoleApi({ config, db, tools, storage: deps.storage, media: deps.media, teamChanged, ...(deps.signInDelays ? { signInDelays: deps.signInDelays } : {}) }),
+  );
   await app.register(consolePages({ notFoundMessage, storageOrigin: storageOrigin(config.storage) }));
   // The local backend serves its signed part and download URLs itself; S3 serves its own.
   if (deps.storage instanceof LocalStorage) await app.register(localStorageRoutes(deps.storage, config.httpTimeouts));

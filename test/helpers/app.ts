@@ -5,6 +5,7 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import { buildApp } from '../../src/service/app.js';
+import type { SignInDelays } from '../../src/console/throttle.js';
 import { resolveMediaBinaries } from '../../src/media/binaries.js';
 import { createStorage } from '../../src/storage/create.js';
 import type { Storage } from '../../src/storage/storage.js';
@@ -40,7 +41,7 @@ export interface TestApp {
 }
 
 export async function createTestApp(
-  opts: { env?: Record<string, string>; tools?: ToolRegistry; database?: TestDatabase; extraRoutes?: FastifyPluginAsync } = {},
+  opts: { env?: Record<string, string>; tools?: ToolRegistry; database?: TestDatabase; extraRoutes?: FastifyPluginAsync; signInDelays?: SignInDelays } = {},
 ): Promise<TestApp> {
   const database = opts.database ?? (await createTestDatabase());
   const config = testConfig(opts.env);
@@ -55,6 +56,7 @@ export async function createTestApp(
     storage,
     media: resolveMediaBinaries(),
     ...(opts.extraRoutes ? { extraRoutes: opts.extraRoutes } : {}),
+    ...(opts.signInDelays ? { signInDelays: opts.signInDelays } : {}),
   });
   return {
     app,

@@ -2,6 +2,7 @@ import net from 'node:net';
 import type { Logger } from 'pino';
 import { LocalStorage } from '../../src/storage/local.js';
 import { testLogger } from './test-logs.js';
+import type { SignInDelays } from '../../src/console/throttle.js';
 import type { ToolRegistry } from '../../src/tools/registry.js';
 import { createTestApp, type TestApp } from './app.js';
 import type { TestDatabase } from './db.js';
@@ -24,13 +25,16 @@ export async function freePort(): Promise<number> {
 }
 
 /** The real app listening on a real socket, with PUBLIC_BASE_URL pointing at it. */
-export async function startTestServer(opts: { env?: Record<string, string>; database?: TestDatabase; tools?: ToolRegistry } = {}): Promise<TestServer> {
+export async function startTestServer(
+  opts: { env?: Record<string, string>; database?: TestDatabase; tools?: ToolRegistry; signInDelays?: SignInDelays } = {},
+): Promise<TestServer> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const t = await createTestApp({
     env: { PORT: String(port), HOST: '127.0.0.1', PUBLIC_BASE_URL: url, ...opts.env },
     ...(opts.database ? { database: opts.database } : {}),
     ...(opts.tools ? { tools: opts.tools } : {}),
+    ...(opts.signInDelays ? { signInDelays: opts.signInDelays } : {}),
   });
   await t.app.listen({ port, host: '127.0.0.1' });
   return {

@@ -19,9 +19,13 @@ CREATE INDEX members_active_email_ascii ON members (translate(email, 'ABCDEFGHIJ
 
 -- The buckets are keyed anew (per client group, per account and client group, per account).
 DELETE FROM console_signin_attempts;
+-- An account's bucket also holds its queue of delayed tries: the end of the last turn taken. One
+-- row per account, updated under its lock, so tries from every process wait one after another.
+ALTER TABLE console_signin_attempts ADD COLUMN next_at timestamptz;
 
 -- Down Migration
 DELETE FROM console_signin_attempts;
+ALTER TABLE console_signin_attempts DROP COLUMN next_at;
 DROP INDEX members_active_email_ascii;
 CREATE INDEX members_active_email_any_team ON members (lower(email)) WHERE removed_at IS NULL;
 DROP INDEX console_devices_expires;
