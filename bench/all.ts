@@ -108,6 +108,8 @@ async function runOne(entry: BenchEntry, opts: Options, timeoutMs: number, onSta
   const base = { name: entry.name, title: entry.title, script: entry.script, result: null, exitCode: null, seconds: null, reason: null };
   if (opts.only && !opts.only.includes(entry.name)) return { ...base, status: 'skipped', reason: `not selected (--only ${opts.only.join(',')})` };
   if (!fs.existsSync(path.join(ROOT, entry.script))) return { ...base, status: 'missing', reason: `\`${entry.script}\` does not exist in this checkout` };
+  const unavailable = entry.unavailable?.() ?? null;
+  if (unavailable) return { ...base, status: 'missing', reason: unavailable };
   const resultsFile = path.join(RESULTS_DIR, `${entry.name}.json`);
   fs.rmSync(resultsFile, { force: true });
   process.stdout.write(`\n=== bench ${entry.name} (${entry.script}) ===\n`);

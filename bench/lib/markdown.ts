@@ -122,7 +122,8 @@ function summarySection(input: ReportInput): string[] {
   return lines;
 }
 
-function benchSection(b: BenchOutcome, chartDir: string): string[] {
+/** One benchmark's section (also written on its own by a bench that updates only its part of the page). */
+export function benchSection(b: BenchOutcome, chartDir: string): string[] {
   const lines = [`<a id="${anchor(b.name)}"></a>`, '', `## ${b.name}: ${b.title}`, ''];
   const ran = b.seconds === null ? '' : ` in ${duration(b.seconds)}`;
   if (b.status === 'missing') return [...lines, `Not run: ${b.reason ?? `\`${b.script}\` does not exist in this checkout`}.`, ''];

@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { cephInstalled } from '../../scripts/ceph-gateway.js';
 import type { BenchResult, Figure, Target } from './report.js';
 import type { Chart, ChartSeries } from './svg.js';
 
@@ -15,6 +16,8 @@ export interface BenchEntry {
   script: string;
   /** Defaults for --quick; variables already set in the environment win. */
   quickEnv: Record<string, string>;
+  /** Why it cannot run on this machine (reported as not run), or null when it can. */
+  unavailable?: () => string | null;
 }
 
 export const BENCHES: BenchEntry[] = [
@@ -29,6 +32,17 @@ export const BENCHES: BenchEntry[] = [
     title: 'multipart upload to local storage vs a plain file write',
     script: 'bench/upload.ts',
     quickEnv: { BENCH_FILE_MIB: '128', BENCH_ROUNDS: '1', BENCH_WARMUP: '0', BENCH_SETTLE_MS: '1000' },
+  },
+  {
+    name: 'upload-s3',
+    title: 'multipart upload to a real S3 (Ceph RADOS Gateway, or TEST_S3_ENDPOINT) vs a plain AWS SDK multipart upload',
+    script: 'bench/upload-s3.ts',
+    // A memstore OSD keeps every object in memory: the file stays small.
+    quickEnv: { BENCH_S3_FILE_MIB: '64', BENCH_ROUNDS: '1' },
+    unavailable: () =>
+      process.env.TEST_S3_ENDPOINT || cephInstalled()
+        ? null
+        : "no S3 to measure: set TEST_S3_ENDPOINT (and its keys), or install Debian's ceph-mon, ceph-osd, radosgw and ceph-common for a gateway",
   },
   {
     name: 'runs',
@@ -59,6 +73,12 @@ export const BENCHES: BenchEntry[] = [
     title: 'API key timing and a flood of bad keys',
     script: 'bench/keys.ts',
     quickEnv: { BENCH_ROUNDS: '1', BENCH_DURATION: '4' },
+  },
+  {
+    name: 'brandkit',
+    title: 'brand_kit_extract on 13 real web sites (issue 27)',
+    script: 'bench/brandkit.ts',
+    quickEnv: {},
   },
 ];
 

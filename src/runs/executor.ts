@@ -163,6 +163,7 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow, owner: string,
       media: deps.media,
       logger: log,
       outbound: { allowPrivate: config.allowPrivateNetwork },
+      browserPath: config.browserPath,
       limits: { ffmpegThreads: config.runs.ffmpegThreads, maxOutputBytes: config.runs.maxOutputBytes },
     };
     const outputs = await timed('runner', () => runner(ctx));

@@ -90,6 +90,8 @@ export interface RunContext {
   logger: Logger;
   /** Rules for outbound requests (the shared module in src/net/outbound.ts). */
   outbound: { allowPrivate: boolean };
+  /** Chromium for tools that render pages (TOOLRUN_BROWSER_PATH); null or absent: they read pages without a browser. */
+  browserPath?: string | null;
   /** Bounds from the configuration: ffmpeg threads and the largest output a tool may write. */
   limits: { ffmpegThreads: number; maxOutputBytes: number };
 }

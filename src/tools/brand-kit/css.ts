@@ -9,6 +9,8 @@ export interface Decl {
   property: string;
   nodes: csstree.CssNode[];
   raw: string;
+  /** Declared !important. */
+  important: boolean;
 }
 
 export interface StyleRule {
@@ -48,12 +50,13 @@ function declsOf(block: csstree.Block): Decl[] {
   for (const node of block.children) {
     if (node.type !== 'Declaration') continue;
     const property = node.property.toLowerCase().startsWith('--') ? node.property : node.property.toLowerCase();
+    const important = node.important !== false;
     if (node.value.type === 'Raw') {
       const raw = node.value.value.trim();
       // Custom properties are kept raw by the parser; their values are parsed when used.
-      out.push({ property, raw, nodes: property.startsWith('--') ? parseValueNodes(raw) : [] });
+      out.push({ property, raw, important, nodes: property.startsWith('--') ? parseValueNodes(raw) : [] });
     } else {
-      out.push({ property, raw: '', nodes: node.value.children.toArray().filter((n) => n.type !== 'WhiteSpace') });
+      out.push({ property, raw: '', important, nodes: node.value.children.toArray().filter((n) => n.type !== 'WhiteSpace') });
     }
   }
   return out;
@@ -195,7 +198,10 @@ const EXPANSION_BUDGET = 1000;
  * A value's nodes with every var() replaced by the custom property's value (or the fallback),
  * followed through chains of properties up to a small depth and a bounded number of nodes.
  */
-export function expandVars(nodes: csstree.CssNode[], vars: Map<string, Decl>, depth = 0, budget = { left: EXPANSION_BUDGET }): csstree.CssNode[] {
+/** Custom properties by name (a Map, or a rule's own definitions over the page's). */
+export type Vars = Pick<Map<string, Decl>, 'get'>;
+
+export function expandVars(nodes: csstree.CssNode[], vars: Vars, depth = 0, budget = { left: EXPANSION_BUDGET }): csstree.CssNode[] {
   if (depth > 8) return [];
   const out: csstree.CssNode[] = [];
   for (const n of nodes) {

@@ -5,7 +5,10 @@ import { ToolError } from '../manifest.js';
 /** Bounds on everything brand_kit_extract fetches for one run. */
 export interface FetchLimits {
   pageBytes: number;
+  /** One stylesheet (utility frameworks ship 3 MB ones). */
   stylesheetBytes: number;
+  /** Every stylesheet of the run together. */
+  stylesheetTotalBytes: number;
   /** Linked and @imported stylesheets together. */
   maxStylesheets: number;
   maxRedirects: number;
@@ -20,7 +23,8 @@ export interface FetchLimits {
 
 export const DEFAULT_FETCH_LIMITS: Readonly<FetchLimits> = Object.freeze({
   pageBytes: 2 * 1024 * 1024,
-  stylesheetBytes: 1024 * 1024,
+  stylesheetBytes: 4 * 1024 * 1024,
+  stylesheetTotalBytes: 12 * 1024 * 1024,
   maxStylesheets: 10,
   maxRedirects: 3,
   requestTimeoutMs: 10_000,

@@ -1,4 +1,6 @@
 import type * as csstree from 'css-tree';
+import type { DefaultTreeAdapterMap } from 'parse5';
+import { Cascade, parentElement, type Element } from './cascade.js';
 import { expandVars, familyList, type Decl, type FontFace, type FontProvider, type StyleRule } from './css.js';
 import { familiesInFontUrl } from './html.js';
 import type { KitFont } from './schema.js';
@@ -43,27 +45,66 @@ function familiesOf(property: string, nodes: csstree.CssNode[]): string[] {
 
 interface Found {
   families: string[];
-  rank: number;
 }
 
-const HEADING_RANK = (s: string): number => {
-  const m = /(^|[\s>+~,(])h([1-3])([\s.:#[>+~)]|$)/.exec(s);
-  return m ? 4 - Number(m[2]) : 0;
-};
-const BODY_RANK = (s: string): number => (s === 'body' || s === 'html body' ? 3 : s === 'html' ? 2 : s === ':root' ? 1 : 0);
 const HEADING_VAR = /^--(font-)?(heading|headings|display|title)(-font|-family)?$|^--font-family-(heading|display)$/i;
 const BODY_VAR = /^--(font-)?(body|base|sans|text|default)(-font|-family)?$|^--font-family-(body|base|sans)$/i;
+const FONT_PROPS = ['font-family', 'font'];
+const INHERITS = /^(inherit|unset|revert|revert-layer)$/i;
 
-function better(current: Found | null, next: Found): Found {
-  // The higher-ranked selector wins; among equals the later rule wins, as in the cascade.
-  return !current || next.rank >= current.rank ? next : current;
+function findElements(doc: DefaultTreeAdapterMap['document'], tags: Set<string>, max: number): Element[] {
+  const out: Element[] = [];
+  const stack: DefaultTreeAdapterMap['node'][] = [doc];
+  while (stack.length && out.length < max) {
+    const n = stack.pop()!;
+    if ('tagName' in n) {
+      if (tags.has(n.tagName)) out.push(n);
+      if (n.tagName === 'svg' || n.tagName === 'template' || n.tagName === 'script') continue;
+    }
+    if ('childNodes' in n) for (let i = n.childNodes.length - 1; i >= 0; i--) stack.push(n.childNodes[i]!);
+  }
+  return out;
 }
 
 /**
- * Fonts with roles (heading: h1-h3, body: body/html; custom properties such as --font-heading as
- * a fallback) and sources (@font-face src URLs, font service stylesheets), merged by family name.
+ * The family list an element renders with: the winning font-family or font declaration (by
+ * importance, specificity and order, style attributes included); nothing, or inherit, means the
+ * parent's, up to html.
+ */
+function computedFamilies(el: Element, cascade: Cascade, vars: Map<string, Decl>, cache: Map<Element, string[] | null>): string[] | null {
+  if (cache.has(el)) return cache.get(el)!;
+  let families: string[] | null = null;
+  const decls = cascade.declared(el, FONT_PROPS);
+  for (let i = decls.length - 1; i >= 0; i--) {
+    const d = decls[i]!;
+    const nodes = expandVars(d.nodes, vars);
+    const list = familiesOf(d.property, nodes);
+    const keyword = nodes.length === 1 && nodes[0]!.type === 'Identifier' ? nodes[0]!.name : null;
+    if (INHERITS.test(list[0] ?? keyword ?? '')) break; // an explicit inherit: the parent's
+    if (list.length) {
+      families = list;
+      break;
+    }
+    // A value we cannot read (a system font keyword, a broken var()): the next one down decides.
+  }
+  if (!families) {
+    const parent = parentElement(el);
+    families = parent ? computedFamilies(parent, cascade, vars, cache) : null;
+  }
+  cache.set(el, families);
+  return families;
+}
+
+const HEADING_WEIGHT: Record<string, number> = { h1: 3, h2: 2, h3: 1 };
+
+/**
+ * Fonts with roles (body: what <body> renders with; heading: what the page's h1-h3 render with,
+ * weighted h1 over h2 over h3, or a heading placed in body when the page has none; custom
+ * properties such as --font-heading as a fallback) and sources (@font-face src URLs, font service
+ * stylesheets), merged by family name.
  */
 export function extractFonts(
+  doc: DefaultTreeAdapterMap['document'] | null,
   rules: StyleRule[],
   vars: Map<string, Decl>,
   fontFaces: FontFace[],
@@ -71,23 +112,34 @@ export function extractFonts(
 ): { fonts: KitFont[]; services: { provider: FontProvider; url: string; families: string[] }[] } {
   let heading: Found | null = null;
   let body: Found | null = null;
-  for (const rule of rules) {
-    if (rule.inline) continue;
-    for (const d of rule.decls) {
-      if (d.property !== 'font-family' && d.property !== 'font') continue;
-      const families = familiesOf(d.property, expandVars(d.nodes, vars));
-      if (!families.length) continue;
-      const h = Math.max(0, ...rule.selectors.map(HEADING_RANK));
-      const b = Math.max(0, ...rule.selectors.map(BODY_RANK));
-      if (h) heading = better(heading, { families, rank: h });
-      if (b) body = better(body, { families, rank: b });
+  if (doc) {
+    const cascade = new Cascade(rules, new Set(FONT_PROPS));
+    const cache = new Map<Element, string[] | null>();
+    const bodyEl = findElements(doc, new Set(['body']), 1)[0] ?? null;
+    const bodyFamilies = bodyEl ? computedFamilies(bodyEl, cascade, vars, cache) : null;
+    if (bodyFamilies) body = { families: bodyFamilies };
+    let headings = findElements(doc, new Set(['h1', 'h2', 'h3']), 40);
+    if (!headings.length && bodyEl) {
+      // No heading on the page: the one a page would add, directly in body.
+      headings = [{ nodeName: 'h1', tagName: 'h1', attrs: [], namespaceURI: bodyEl.namespaceURI, childNodes: [], parentNode: bodyEl } as unknown as Element];
     }
+    const votes = new Map<string, { weight: number; families: string[]; first: number }>();
+    headings.forEach((h, i) => {
+      const families = computedFamilies(h, cascade, vars, cache);
+      const main = families?.find((f) => !isGeneric(f));
+      if (!families || !main) return;
+      const v = votes.get(main.toLowerCase()) ?? { weight: 0, families, first: i };
+      v.weight += HEADING_WEIGHT[h.tagName] ?? 1;
+      votes.set(main.toLowerCase(), v);
+    });
+    const best = [...votes.values()].sort((a, b) => b.weight - a.weight || a.first - b.first)[0];
+    if (best) heading = { families: best.families };
   }
   for (const [name, decl] of vars) {
     const families = familyList(expandVars(decl.nodes, vars));
     if (!families.length) continue;
-    if (!heading && HEADING_VAR.test(name)) heading = { families, rank: 0 };
-    if (!body && BODY_VAR.test(name)) body = { families, rank: 0 };
+    if (!heading && HEADING_VAR.test(name)) heading = { families };
+    if (!body && BODY_VAR.test(name)) body = { families };
   }
 
   const fonts = new Map<string, KitFont>();

@@ -7,6 +7,37 @@ import { decodeLogo } from './images.js';
 import type { KitLogo } from './schema.js';
 
 export const MAX_LOGO_OUTPUTS = 5;
+/**
+ * A page image is a logo from this score up (see html.ts: "logo" in its markup 5, in a home link
+ * 4, in the header or navigation 2; named after the site 3 more); an inline SVG from 2, in the
+ * header or navigation alone (an image there with nothing else for it is more often a photo or a
+ * menu icon, an SVG drawn into the header more often the mark).
+ */
+const LOGO_SCORE = { img: 3, inline_svg: 2 };
+const MAX_RANKED = 20;
+
+const flat = (t: string) => t.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '');
+
+/**
+ * Page images and inline SVGs ranked by how much their place and markup say "logo", plus 3 when
+ * their alt, title or file name holds the site's name; those under LOGO_SCORE are dropped. Ties
+ * keep page order (the top of the page first). Icons and og:image follow, as read.
+ */
+export function rankLogos(candidates: LogoCandidate[], siteName: string | null): LogoCandidate[] {
+  const name = siteName ? flat(siteName) : '';
+  const onPage: { c: LogoCandidate; score: number; i: number }[] = [];
+  const rest: LogoCandidate[] = [];
+  candidates.forEach((c, i) => {
+    if (c.kind !== 'img' && c.kind !== 'inline_svg') {
+      rest.push(c);
+      return;
+    }
+    const score = c.score + (name.length >= 3 && flat(c.hint).includes(name) ? 3 : 0);
+    if (score >= LOGO_SCORE[c.kind]) onPage.push({ c, score, i });
+  });
+  onPage.sort((a, b) => b.score - a.score || a.i - b.i);
+  return [...onPage.map((x) => x.c), ...rest].slice(0, MAX_RANKED);
+}
 const MAX_SVG_MARKUP = 64 * 1024;
 
 /**

@@ -1,9 +1,23 @@
-import type * as csstree from 'css-tree';
-import { colorOfNode, isChromatic, parseColorText, toHex } from './colors.js';
-import { expandVars, type Decl, type StyleRule } from './css.js';
+import * as csstree from 'css-tree';
+import { colorOfNode, hsl, isChromatic, parseColorText, parseHex, toHex } from './colors.js';
+import { expandVars, type Decl, type StyleRule, type Vars } from './css.js';
+import type { Element } from './cascade.js';
+import { tallyUsage } from './usage.js';
 import type { ColorRole, ColorSource, KitColor } from './schema.js';
 
 export const ROLES: ColorRole[] = ['primary', 'secondary', 'accent', 'background', 'text'];
+
+/** Whether a colour may be a brand colour (primary, secondary, accent): not near white, not near black. */
+export function brandable(hex: string): boolean {
+  const c = parseHex(hex);
+  if (!c) return false;
+  const { l } = hsl(c);
+  return l > 0.08 && l < 0.94;
+}
+
+/** A rule all of whose selectors are a state (hover, focus, active, open, disabled): its colours are shades of the base. */
+export const isStateRule = (selectors: string[]) =>
+  selectors.length > 0 && selectors.every((s) => /:(hover|focus|active|visited|focus-visible|focus-within|disabled|checked)|\.(focus|active|hover|disabled|open|show|selected|current)([\s.:#[>+~,)]|$)|\[disabled\]|\[aria-(expanded|pressed|current)/.test(s));
 
 interface Tally {
   score: number;
@@ -41,20 +55,22 @@ export class ColorTally {
   palette(limit = 10): { colors: KitColor[]; roles: Record<ColorRole, string | null> } {
     const roles: Record<ColorRole, string | null> = { primary: null, secondary: null, accent: null, background: null, text: null };
     const holders = new Set<string>();
-    const pairs: { role: ColorRole; hex: string; strength: number }[] = [];
-    for (const [hex, t] of this.colors) for (const [role, strength] of t.hints) pairs.push({ role, hex, strength });
-    pairs.sort((a, b) => b.strength - a.strength || (this.colors.get(b.hex)?.score ?? 0) - (this.colors.get(a.hex)?.score ?? 0));
-    for (const shared of [false, true]) {
-      for (const p of pairs) {
-        if (roles[p.role] || (!shared && holders.has(p.hex))) continue;
-        roles[p.role] = p.hex;
-        holders.add(p.hex);
-      }
+    // Role by role, each to the colour with the strongest hint for it: a colour another role took
+    // only when no other colour has a hint (the link colour may be the primary colour too). Brand
+    // roles never go to a near-white or near-black.
+    for (const role of ['background', 'text', 'primary', 'secondary', 'accent'] as const) {
+      const hinted = [...this.colors.entries()]
+        .filter(([hex, t]) => (t.hints.get(role) ?? 0) > 0 && (role === 'background' || role === 'text' || brandable(hex)))
+        .sort((a, b) => (b[1].hints.get(role) ?? 0) - (a[1].hints.get(role) ?? 0) || b[1].score - a[1].score);
+      const pick = hinted.find(([hex]) => !holders.has(hex)) ?? hinted[0];
+      if (!pick) continue;
+      roles[role] = pick[0];
+      holders.add(pick[0]);
     }
     const byUse = [...this.colors.entries()].sort((a, b) => b[1].score - a[1].score || a[0].localeCompare(b[0]));
     for (const role of ['primary', 'secondary', 'accent'] as const) {
       if (roles[role]) continue;
-      const next = byUse.find(([hex]) => !holders.has(hex) && isChromatic(hex));
+      const next = byUse.find(([hex]) => !holders.has(hex) && isChromatic(hex) && brandable(hex));
       if (!next) break;
       roles[role] = next[0];
       holders.add(next[0]);
@@ -88,23 +104,26 @@ export function variableRole(name: string): { role: ColorRole; strength: number 
   return { role, strength: variant ? 2 : 10 };
 }
 
-type SelectorKind = 'base' | 'button' | 'link' | 'heading' | 'other';
+type SelectorKind = 'base' | 'primary' | 'button' | 'link' | 'nav' | 'heading' | 'other';
 
 export function selectorKind(selectors: string[]): SelectorKind {
-  const rank: SelectorKind[] = ['base', 'button', 'link', 'heading'];
+  const rank: SelectorKind[] = ['base', 'primary', 'button', 'link', 'nav', 'heading'];
   let best: SelectorKind = 'other';
   for (const s of selectors) {
     let k: SelectorKind = 'other';
+    const last = s.split(/[\s>+~]+/).pop() ?? s;
     if (/^(html|body|:root|html\s+body)$/.test(s)) k = 'base';
+    else if (/\.[\w-]*(primary|brand)([\w-]*)?(?![\w-])/.test(last) && !/(^|[-_])(text|fg|bg)?-?(on|contrast)-?(primary|brand)/.test(last)) k = 'primary';
     else if (/(^|[\s>+~.#])(button|btn|cta)([\s.:#[>+~_-]|$)|\[type=["']?submit/.test(s)) k = 'button';
     else if (/(^|[\s>+~])a([\s.:#[>+~]|$)|\.link\b/.test(s)) k = 'link';
+    else if (/(^|[.#\s])(header|navbar|nav|masthead|topbar|site-header)([\s.:#[>+~]|$)|^(header|nav)$/.test(last)) k = 'nav';
     else if (/(^|[\s>+~,(])h[1-3]([\s.:#[>+~)]|$)/.test(s)) k = 'heading';
     if (rank.indexOf(k) >= 0 && (best === 'other' || rank.indexOf(k) < rank.indexOf(best))) best = k;
   }
   return best;
 }
 
-const USE_WEIGHT: Record<SelectorKind, number> = { base: 3, button: 2, link: 1.5, heading: 1.5, other: 1 };
+const USE_WEIGHT: Record<SelectorKind, number> = { base: 3, primary: 2, button: 2, link: 1.5, nav: 1.5, heading: 1.5, other: 1 };
 const COLOR_PROPERTIES = new Set([
   'color',
   'background',
@@ -125,48 +144,79 @@ const COLOR_PROPERTIES = new Set([
   'accent-color',
 ]);
 
+/** A function whose arguments hold var(): the same function with them expanded (rgb(108 43 217 / var(--tw-bg-opacity))). */
+function expandArgs(n: csstree.FunctionNode, vars: Vars): csstree.FunctionNode {
+  let hasVar = false;
+  n.children.forEach((c) => {
+    if (c.type === 'Function' && c.name.toLowerCase() === 'var') hasVar = true;
+  });
+  if (!hasVar) return n;
+  return { ...n, children: new csstree.List<csstree.CssNode>().fromArray(expandVars(n.children.toArray(), vars)) };
+}
+
 /** The colours in a value: literal colours at the top level and inside gradients. */
-function colorsIn(nodes: csstree.CssNode[], depth = 0): { hex: string; alpha: number }[] {
+export function colorsIn(nodes: csstree.CssNode[], vars: Vars, depth = 0): { hex: string; alpha: number }[] {
   const out: { hex: string; alpha: number }[] = [];
-  for (const n of nodes) {
+  for (const raw of nodes) {
+    const n = raw.type === 'Function' ? expandArgs(raw, vars) : raw;
     const c = colorOfNode(n);
     if (c) out.push({ hex: toHex(c), alpha: c.a });
-    else if (n.type === 'Function' && /gradient$/i.test(n.name) && depth < 2) out.push(...colorsIn(n.children.toArray(), depth + 1));
+    else if (n.type === 'Function' && /gradient$/i.test(n.name) && depth < 2) out.push(...colorsIn(n.children.toArray(), vars, depth + 1));
   }
   return out;
 }
 
-function hintFor(kind: SelectorKind, property: string, selectors: string[]): { role: ColorRole; strength: number } | undefined {
+type Hint = { role: ColorRole; strength: number };
+
+function hintsFor(kind: SelectorKind, property: string, selectors: string[]): Hint[] {
   const bg = property === 'background' || property === 'background-color';
-  const states = selectors.every((s) => /:(hover|focus|active|visited)/.test(s));
-  if (kind === 'base' && bg) return { role: 'background', strength: 8 };
-  if (kind === 'base' && property === 'color') return { role: 'text', strength: 8 };
-  if (kind === 'button' && bg) return { role: 'primary', strength: states ? 1 : 3 };
-  if (kind === 'link' && property === 'color') return { role: 'accent', strength: states ? 1 : 3 };
-  if (kind === 'heading' && property === 'color') return { role: 'primary', strength: 1.5 };
-  if (property === 'accent-color') return { role: 'accent', strength: 2 };
-  return undefined;
+  // A state's shade (hover, focus, .active) hints a little: repeated, it must not outvote the base.
+  const f = isStateRule(selectors) ? 0.15 : 1;
+  if (kind === 'base' && bg) return [{ role: 'background', strength: 8 }];
+  if (kind === 'base' && property === 'color') return [{ role: 'text', strength: 8 }];
+  if (kind === 'primary') return [{ role: 'primary', strength: (bg ? 6 : property === 'color' ? 3 : 1) * f }];
+  if (kind === 'button' && bg) return [{ role: 'primary', strength: 3 * f }];
+  if (kind === 'nav' && bg) return [{ role: 'primary', strength: 2 * f }];
+  if (kind === 'link' && property === 'color') return [{ role: 'accent', strength: 3 * f }, { role: 'primary', strength: 0.75 * f }];
+  if (kind === 'heading' && property === 'color') return [{ role: 'primary', strength: 1.5 * f }];
+  if (property === 'accent-color') return [{ role: 'accent', strength: 2 }];
+  return [];
 }
 
 /** Colours used half-transparent or less do not count: they are overlays, not the brand. */
 const visible = (alpha: number) => alpha >= 0.5;
 
-/** Tallies the colours of a page's rules, its custom properties and its theme-color. */
-export function tallyPage(tally: ColorTally, rules: StyleRule[], vars: Map<string, Decl>, themeColors: string[]): void {
+/** Tallies the colours of a page's rules, its custom properties, its theme-color and, with the page's tree, where colours are used on it. */
+export function tallyPage(
+  tally: ColorTally,
+  rules: StyleRule[],
+  vars: Map<string, Decl>,
+  themeColors: string[],
+  page?: { document: { childNodes: unknown[] } | null; cascadeRules: StyleRule[] },
+): void {
   for (const [name, decl] of vars) {
-    const colors = colorsIn(expandVars(decl.nodes, vars));
+    const colors = colorsIn(expandVars(decl.nodes, vars), vars);
     if (colors.length !== 1 || !visible(colors[0]!.alpha)) continue;
     tally.add(colors[0]!.hex, 2, 'css_variable', variableRole(name) ?? undefined, name);
   }
   const theme = themeColors.map((t) => parseColorText(t.trim())).find((c) => c && visible(c.a));
-  if (theme) tally.add(toHex(theme), 3, 'theme_color', { role: 'primary', strength: 5 });
+  // A white or black theme-color is the browser chrome's, not a brand colour.
+  if (theme) tally.add(toHex(theme), 3, 'theme_color', brandable(toHex(theme)) ? { role: 'primary', strength: 5 } : undefined);
   for (const rule of rules) {
     const kind = rule.inline ? 'other' : selectorKind(rule.selectors);
+    // A rule's own custom properties (Tailwind's --tw-bg-opacity) come before the page's.
+    const own = rule.decls.filter((d) => d.property.startsWith('--'));
+    const scope: Vars = own.length ? { get: (k: string) => [...own].reverse().find((d) => d.property === k) ?? vars.get(k) } : vars;
     for (const d of rule.decls) {
       if (!COLOR_PROPERTIES.has(d.property)) continue;
-      const found = colorsIn(expandVars(d.nodes, vars)).filter((c) => visible(c.alpha));
-      const weight = USE_WEIGHT[kind] * (d.property.startsWith('border') || d.property === 'outline-color' ? 0.5 : 1);
-      for (const c of found) tally.add(c.hex, weight, 'css', found.length === 1 ? hintFor(kind, d.property, rule.selectors) : undefined);
+      const found = colorsIn(expandVars(d.nodes, scope), scope).filter((c) => visible(c.alpha));
+      const weight = USE_WEIGHT[kind] * (d.property.startsWith('border') || d.property === 'outline-color' ? 0.5 : 1) * (isStateRule(rule.selectors) ? 0.3 : 1);
+      const hints = found.length === 1 ? hintsFor(kind, d.property, rule.selectors) : [];
+      for (const c of found) {
+        tally.add(c.hex, weight, 'css');
+        for (const h of hints) tally.add(c.hex, 0, 'css', h);
+      }
     }
   }
+  if (page?.document) tallyUsage(tally, page.document as unknown as Element, page.cascadeRules, vars);
 }

@@ -4,14 +4,15 @@ import { Value } from 'typebox/value';
 import type { Queryable } from '../../db/pool.js';
 import { ToolError, type RunContext, type ToolOutput, type ToolRunner } from '../manifest.js';
 import { customProperties } from './css.js';
-import { DEFAULT_FETCH_LIMITS, Fetcher, type FetchLimits } from './fetch.js';
+import { DEFAULT_FETCH_LIMITS, type FetchLimits } from './fetch.js';
 import { extractFonts } from './fonts.js';
-import { cleanTitle } from './html.js';
 import { dominantPalette } from './images.js';
-import { collectLogos } from './logos.js';
+import { collectLogos, rankLogos } from './logos.js';
+import { pickName } from './name.js';
 import { ColorTally, tallyPage } from './palette.js';
 import { KIT_FILE } from './rules.js';
 import { BrandKitSchema, type BrandKit } from './schema.js';
+import { applyRenderedColors, applyRenderedFonts, DEFAULT_RENDER_LIMITS, looksScriptRendered, renderForRun, SHELL_WARNING, SiteFetcher, type RenderLimits } from './render/mode.js';
 import { loadSite, type SiteData } from './site.js';
 import { insertBrandKit } from './store.js';
 
@@ -21,10 +22,8 @@ const clean = (s: string | null | undefined, max: number): string | null => {
 };
 
 function siteName(site: SiteData): string | null {
-  const m = site.page.metas;
-  const named = clean(m.get('og:site_name'), 200) ?? clean(m.get('application-name'), 200) ?? clean(m.get('apple-mobile-web-app-title'), 200);
-  if (named) return named;
-  return site.page.title ? clean(cleanTitle(site.page.title, new URL(site.finalUrl).hostname), 200) : null;
+  const { title, metas, nameSignals } = site.page;
+  return clean(pickName({ title, metas, manifest: site.manifest, signals: nameSignals, hostname: new URL(site.finalUrl).hostname }), 200);
 }
 
 function siteDescription(site: SiteData): string | null {
@@ -38,10 +37,15 @@ function stopIfAborted(signal: AbortSignal): void {
 
 /**
  * The brand_kit_extract runner. Limits are the defaults in production; tests may pass smaller
- * ones to exercise the bounds without waiting out the real ones.
+ * ones to exercise the bounds without waiting out the real ones, and which addresses count as
+ * allowed (one loopback address, to show the others refused).
  */
-export function createBrandKitRunner(overrides: Partial<FetchLimits> = {}): ToolRunner {
+export function createBrandKitRunner(
+  overrides: Partial<FetchLimits> = {},
+  testing: { render?: Partial<RenderLimits>; allowAddress?: (ip: string) => boolean } = {},
+): ToolRunner {
   const limits: FetchLimits = { ...DEFAULT_FETCH_LIMITS, ...overrides };
+  const renderLimits: RenderLimits = { ...DEFAULT_RENDER_LIMITS, ...testing.render };
   return async (ctx: RunContext): Promise<ToolOutput[]> => {
     const url = typeof ctx.values.url === 'string' ? ctx.values.url : null;
     const files = ctx.files.files ?? [];
@@ -55,16 +59,25 @@ export function createBrandKitRunner(overrides: Partial<FetchLimits> = {}): Tool
     let fonts: ReturnType<typeof extractFonts> = { fonts: [], services: [] };
     let logos: Awaited<ReturnType<typeof collectLogos>> = { logos: [], outputs: [] };
     if (url) {
-      const fetcher = new Fetcher({ allowPrivate: ctx.outbound.allowPrivate, signal: ctx.signal, limits, logger: ctx.logger });
+      // With a browser, the page is rendered first; the static reader then reads the rendered DOM.
+      const rendered = await renderForRun(url, ctx, renderLimits, warnings, testing.allowAddress);
+      stopIfAborted(ctx.signal);
+      const fetchOptions = { allowPrivate: ctx.outbound.allowPrivate, signal: ctx.signal, limits, logger: ctx.logger, ...(testing.allowAddress ? { allowAddress: testing.allowAddress } : {}) };
+      const fetcher = new SiteFetcher(fetchOptions, rendered ? { url, page: rendered } : null);
       site = await loadSite(url, fetcher, (f) => ctx.progress(f * pageShare));
       stopIfAborted(ctx.signal);
       warnings.push(...site.warnings);
+      if (!rendered && looksScriptRendered(site.page.document)) warnings.push(SHELL_WARNING);
       const rules = [...site.sheets.flatMap((s) => s.rules), ...site.inlineRules];
-      const vars = customProperties(rules);
-      tallyPage(tally, rules, vars, site.page.themeColors);
-      fonts = extractFonts(rules, vars, site.sheets.flatMap((s) => s.fontFaces), site.services);
+      const vars = customProperties([...site.cascadeRules, ...site.inlineRules]);
+      tallyPage(tally, rules, vars, site.page.themeColors, { document: site.page.document, cascadeRules: site.cascadeRules });
+      fonts = extractFonts(site.page.document, site.cascadeRules, vars, site.sheets.flatMap((s) => s.fontFaces), site.services);
+      if (rendered) {
+        applyRenderedColors(tally, rendered.computed);
+        fonts = { ...fonts, fonts: applyRenderedFonts(fonts.fonts, rendered.computed) };
+      }
       ctx.progress(0.55 * pageShare);
-      logos = await collectLogos(site.page.logos, fetcher, ctx.workDir, warnings, (f) => ctx.progress((0.55 + 0.4 * f) * pageShare));
+      logos = await collectLogos(rankLogos(site.page.logos, siteName(site)), fetcher, ctx.workDir, warnings, (f) => ctx.progress((0.55 + 0.4 * f) * pageShare));
       stopIfAborted(ctx.signal);
     }
 

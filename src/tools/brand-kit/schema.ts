@@ -92,7 +92,7 @@ export const BrandKitSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
-    name: Nullable(Type.String({ description: 'og:site_name, application-name or the cleaned <title>' })),
+    name: Nullable(Type.String({ description: 'The name most of the signals agree on: og:site_name, application-name, the web app manifest, the <title> parts, the wordmark and logo text, the domain' })),
     description: Nullable(Type.String({ description: 'meta description or og:description' })),
     colors: Type.Array(KitColorSchema, { description: 'Most used first' }),
     roles: Type.Object(

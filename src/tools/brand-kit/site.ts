@@ -9,6 +9,9 @@ export interface SiteData {
   page: PageFacts;
   /** Every stylesheet read: linked and imported ones, then <style> blocks, then style attributes. */
   sheets: ParsedCss[];
+  /** The style rules in cascade order: linked sheets and <style> blocks as the page orders them, each @import before its importer. */
+  cascadeRules: StyleRule[];
+  manifest: { name: string | null; shortName: string | null } | null;
   inlineRules: StyleRule[];
   sheetUrls: string[];
   /** Font service stylesheets: Google and Bunny read from their URL, Adobe from the fetched sheet. */
@@ -22,6 +25,23 @@ interface SheetRef {
 }
 
 const MAX_IMPORT_DEPTH = 3;
+const MANIFEST_BYTES = 64 * 1024;
+
+/** The web app manifest's names; anything wrong with it means no names, not a failed run. */
+async function fetchManifest(url: string | null, fetcher: Fetcher): Promise<SiteData['manifest']> {
+  if (!url) return null;
+  try {
+    const res = await fetcher.get(url, MANIFEST_BYTES, 'application/manifest+json,application/json;q=0.9,*/*;q=0.1');
+    if (!statusOk(res)) return null;
+    const json: unknown = JSON.parse(decodeText(res));
+    if (typeof json !== 'object' || json === null) return null;
+    const str = (v: unknown) => (typeof v === 'string' && v.trim() ? v.trim() : null);
+    const m = json as Record<string, unknown>;
+    return { name: str(m.name), shortName: str(m.short_name) };
+  } catch {
+    return null;
+  }
+}
 
 /** The page itself: any failure here fails the run, with a message saying why. */
 async function fetchPage(url: string, fetcher: Fetcher): Promise<{ finalUrl: string; html: string }> {
@@ -56,6 +76,8 @@ export async function loadSite(url: string, fetcher: Fetcher, progress: (f: numb
 
   let wave: SheetRef[] = [];
   let done = 0;
+  let cssBytes = 0;
+  const manifest = fetchManifest(page.manifestUrl, fetcher);
   const enqueue = (ref: SheetRef, into: SheetRef[]) => {
     if (seen.has(ref.url) || !/^https?:/.test(ref.url)) return;
     const provider = fontProvider(ref.url);
@@ -77,7 +99,10 @@ export async function loadSite(url: string, fetcher: Fetcher, progress: (f: numb
     const results = await Promise.all(
       wave.map(async (ref) => {
         try {
-          const res = await fetcher.get(ref.url, fetcher.limits.stylesheetBytes, 'text/css,*/*;q=0.1');
+          const left = fetcher.limits.stylesheetTotalBytes - cssBytes;
+          if (left <= 0) throw new Error(`the ${fetcher.limits.stylesheetTotalBytes} bytes for all stylesheets were spent`);
+          const res = await fetcher.get(ref.url, Math.min(fetcher.limits.stylesheetBytes, left), 'text/css,*/*;q=0.1');
+          cssBytes += res.body.length;
           if (!statusOk(res)) throw new Error(`HTTP ${res.status}`);
           if (/html|^image\//i.test(String(res.headers['content-type'] ?? ''))) throw new Error('not a stylesheet');
           return { ref, css: parseCss(decodeText(res), res.url, ref.provider) };
@@ -103,9 +128,34 @@ export async function loadSite(url: string, fetcher: Fetcher, progress: (f: numb
     if (ref.provider === 'adobe_fonts') services.push({ url: ref.url, provider: 'adobe_fonts', families: [...new Set(css.fontFaces.map((f) => f.family))] });
   }
   const inlineRules = page.styleAttributes.map(parseStyleAttribute).filter((r): r is StyleRule => r !== null);
+  const byUrl = new Map(fetched.map((f) => [f.ref.url, f.css]));
+  const cascadeRules: StyleRule[] = [];
+  const emitted = new Set<string>();
+  const emit = (css: ParsedCss, depth: number) => {
+    for (const imp of css.imports) {
+      const sheet = byUrl.get(imp);
+      if (sheet && !emitted.has(imp) && depth <= MAX_IMPORT_DEPTH) {
+        emitted.add(imp);
+        emit(sheet, depth + 1);
+      }
+    }
+    for (const rule of css.rules) cascadeRules.push(rule);
+  };
+  for (const entry of page.styleOrder) {
+    if ('block' in entry) {
+      const sheet = inlineSheets[entry.block];
+      if (sheet) emit(sheet, 0);
+    } else if (!emitted.has(entry.url)) {
+      const sheet = byUrl.get(entry.url);
+      emitted.add(entry.url);
+      if (sheet) emit(sheet, 0);
+    }
+  }
   return {
     finalUrl,
     page,
+    cascadeRules,
+    manifest: await manifest,
     sheets: [...fetched.map((f) => f.css), ...inlineSheets],
     inlineRules,
     sheetUrls: fetched.map((f) => f.ref.url),

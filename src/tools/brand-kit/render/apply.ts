@@ -1,0 +1,68 @@
+import { isChromatic } from '../colors.js';
+import type { ColorTally } from '../palette.js';
+import type { KitFont } from '../schema.js';
+import type { RenderedElementStyle, RenderedStyles } from './styles.js';
+
+/** Generic and keyword families: never a brand's font (the same list the static reader skips). */
+const GENERIC = /^(serif|sans-serif|monospace|cursive|fantasy|system-ui|ui-serif|ui-sans-serif|ui-monospace|ui-rounded|emoji|math|fangsong|-apple-system|blinkmacsystemfont|inherit|initial|unset|revert|revert-layer)$/i;
+
+/**
+ * Hint strengths of computed styles, well above what the static reader's guesses add up to on
+ * real sites (tens): the browser resolved the cascade, inheritance and scripts, so what it
+ * computed is what the visitor sees, and it decides where it speaks. Among them: a coloured page
+ * header first, then buttons, links, heading colours. A kind's strength is shared among its
+ * elements, so twelve links count no more than one hint.
+ */
+const STRENGTH = { background: 60, text: 60, header: 60, headerRest: 20, buttons: 45, links: 24, heading: 9 };
+
+/** Adds the computed colours to the tally as strong evidence of their roles. */
+export function applyRenderedColors(tally: ColorTally, computed: RenderedStyles): void {
+  const { body } = computed;
+  if (body?.background) tally.add(body.background, 6, 'css', { role: 'background', strength: STRENGTH.background });
+  if (body?.color) tally.add(body.color, 6, 'css', { role: 'text', strength: STRENGTH.text });
+  const share = (elements: RenderedElementStyle[], pick: (e: RenderedElementStyle) => string | null, role: 'primary' | 'accent', total: number) => {
+    const hexes = elements.map(pick).filter((h): h is string => h !== null && isChromatic(h));
+    for (const hex of hexes) tally.add(hex, 3, 'css', { role, strength: total / hexes.length });
+  };
+  share(computed.buttons, (e) => e.background, 'primary', STRENGTH.buttons);
+  // A coloured header (an app bar, a navbar in the brand colour) is the brand's own surface, more
+  // than a button, which may carry the accent (Material's pink action button on an indigo bar).
+  // The page's first header counts most; a nav inside or after it shares the rest.
+  const [top, ...rest] = computed.header;
+  if (top?.background && isChromatic(top.background)) tally.add(top.background, 3, 'css', { role: 'primary', strength: STRENGTH.header });
+  share(rest, (e) => e.background, 'primary', STRENGTH.headerRest);
+  share([computed.h1, computed.h2].filter((e): e is RenderedElementStyle => e !== null), (e) => e.color, 'primary', STRENGTH.heading);
+  share(computed.links, (e) => e.color, 'accent', STRENGTH.links);
+}
+
+function mainFamily(style: RenderedElementStyle | null): { family: string; fallbacks: string[] } | null {
+  const list = style?.fontFamily ?? [];
+  const i = list.findIndex((f) => !GENERIC.test(f));
+  return i < 0 ? null : { family: list[i]!, fallbacks: list.slice(i + 1) };
+}
+
+/**
+ * The heading (h1, else h2, else h3) and body fonts as computed replace the roles the static
+ * reader gave: the sources it found for a family stay with it.
+ */
+export function applyRenderedFonts(fonts: KitFont[], computed: RenderedStyles): KitFont[] {
+  const out = fonts.map((f) => ({ ...f, roles: [...f.roles] }));
+  const heading = mainFamily(computed.h1) ?? mainFamily(computed.h2) ?? mainFamily(computed.h3);
+  for (const [role, found] of [
+    ['heading', heading],
+    ['body', mainFamily(computed.body)],
+  ] as const) {
+    if (!found) continue;
+    for (const f of out) f.roles = f.roles.filter((r) => r !== role);
+    let entry = out.find((f) => f.family.toLowerCase() === found.family.toLowerCase());
+    if (!entry) {
+      entry = { family: found.family, roles: [], fallbacks: [], sources: [] };
+      out.push(entry);
+    }
+    entry.roles.push(role);
+    entry.roles.sort((a, b) => (a === 'heading' ? -1 : b === 'heading' ? 1 : 0));
+    if (!entry.fallbacks.length) entry.fallbacks = found.fallbacks;
+  }
+  const order = (f: KitFont) => (f.roles.includes('heading') ? 0 : f.roles.includes('body') ? 1 : 2);
+  return out.sort((a, b) => order(a) - order(b)).slice(0, 20);
+}
