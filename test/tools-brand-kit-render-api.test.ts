@@ -31,24 +31,26 @@ async function service(env: Record<string, string>): Promise<{ s: TestServer; wo
   const tools = createToolRegistry();
   const s = await startTestServer({ tools, env: { TOOLRUN_WORKER_POLL_MS: '100', TOOLRUN_ALLOW_PRIVATE_NETWORK: '1', ...env } });
   const worker = await startTestWorker(s, tools, { concurrency: 1 });
-  const team = await makeTeam(s.database.db, { sparks: 100, plan: 'pro' });
+  // A render takes seconds (more on a busy CI machine): polls wait on the server (Prefer: wait)
+  // and the key's rate has room for them.
+  const team = await makeTeam(s.database.db, { sparks: 100, plan: 'pro', rate: 300 });
   return { s, worker, team };
 }
 
 async function kitThroughApi(svc: { s: TestServer; team: TeamFixture }, url: string): Promise<unknown> {
-  const call = (method: string, path: string, body?: unknown) =>
+  const call = (method: string, path: string, body?: unknown, extra: Record<string, string> = {}) =>
     fetch(`${svc.s.url}${path}`, {
       method,
-      headers: { ...bearer(svc.team.key), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: { ...bearer(svc.team.key), ...extra, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   const start = await call('POST', '/v1/tools/brand_kit_extract/runs', { inputs: { url } });
   assert.equal(start.status, 202, await start.clone().text());
   const { id } = (await start.json()) as { id: string };
   const run = await waitFor(`run ${id} to finish`, async () => {
-    const r = (await (await call('GET', `/v1/runs/${id}`)).json()) as { status: string; error: string | null; outputs: { asset_id: string; file_name: string }[] };
+    const r = (await (await call('GET', `/v1/runs/${id}`, undefined, { prefer: 'wait=10' })).json()) as { status: string; error: string | null; outputs: { asset_id: string; file_name: string }[] };
     return ['succeeded', 'failed', 'canceled'].includes(r.status) ? r : undefined;
-  });
+  }, 90_000);
   assert.equal(run.status, 'succeeded', run.error ?? '');
   const output = run.outputs.find((o) => o.file_name === 'brand-kit.json');
   assert.ok(output);
