@@ -178,18 +178,22 @@ describe("the render's proxy", () => {
 
 const basic = (proxy: RenderProxy) => `Basic ${Buffer.from(`${proxy.credentials.username}:${proxy.credentials.password}`).toString('base64')}`;
 
+/** A proxy with room for a few requests, resolving through the test's DNS server. */
+const proxyOn = (dns: DnsServer) =>
+  new RenderProxy({
+    allowPrivate: true,
+    maxBytes: 1024 * 1024,
+    maxRequests: 10,
+    maxResponseBytes: 1024 * 1024,
+    requestTimeoutMs: 5000,
+    logger: pino({ level: 'silent' }),
+    resolver: () => dns.resolver(),
+  });
+
 describe('the render proxy on its own', () => {
   test("requests without the render's credentials (Chromium's own background requests) get 407 and no name is looked up", async () => {
     const dns = await DnsServer.start(null);
-    const proxy = new RenderProxy({
-      allowPrivate: true,
-      maxBytes: 1024 * 1024,
-      maxRequests: 10,
-      maxResponseBytes: 1024 * 1024,
-      requestTimeoutMs: 5000,
-      logger: pino({ level: 'silent' }),
-      resolver: () => dns.resolver(),
-    });
+    const proxy = proxyOn(dns);
     try {
       const proxyUrl = new URL(await proxy.start());
       const ask = (headers: Record<string, string>, path: string, method = 'GET') =>
@@ -222,15 +226,7 @@ describe('the render proxy on its own', () => {
 
   test('a browser that resets a tunnel while its host is being resolved does not take the process down', async () => {
     const dns = await DnsServer.start(null);
-    const proxy = new RenderProxy({
-      allowPrivate: true,
-      maxBytes: 1024 * 1024,
-      maxRequests: 10,
-      maxResponseBytes: 1024 * 1024,
-      requestTimeoutMs: 5000,
-      logger: pino({ level: 'silent' }),
-      resolver: () => dns.resolver(),
-    });
+    const proxy = proxyOn(dns);
     try {
       const proxyUrl = new URL(await proxy.start());
       const socket = net.connect(Number(proxyUrl.port), '127.0.0.1');

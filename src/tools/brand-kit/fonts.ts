@@ -28,7 +28,8 @@ const GENERIC = new Set([
   'revert-layer',
 ]);
 
-const isGeneric = (f: string) => GENERIC.has(f.toLowerCase());
+/** A generic family or a CSS-wide keyword: not a brand's font. */
+export const isGeneric = (f: string) => GENERIC.has(f.toLowerCase());
 
 /** The family list of a font-family value, or of the `font` shorthand (what follows the size). */
 function familiesOf(property: string, nodes: csstree.CssNode[]): string[] {

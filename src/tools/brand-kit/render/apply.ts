@@ -1,10 +1,8 @@
 import { isChromatic } from '../colors.js';
 import type { ColorTally } from '../palette.js';
+import { isGeneric } from '../fonts.js';
 import type { KitFont } from '../schema.js';
 import type { RenderedElementStyle, RenderedStyles } from './styles.js';
-
-/** Generic and keyword families: never a brand's font (the same list the static reader skips). */
-const GENERIC = /^(serif|sans-serif|monospace|cursive|fantasy|system-ui|ui-serif|ui-sans-serif|ui-monospace|ui-rounded|emoji|math|fangsong|-apple-system|blinkmacsystemfont|inherit|initial|unset|revert|revert-layer)$/i;
 
 /**
  * Hint strengths of computed styles, well above what the static reader's guesses add up to on
@@ -37,7 +35,7 @@ export function applyRenderedColors(tally: ColorTally, computed: RenderedStyles)
 
 function mainFamily(style: RenderedElementStyle | null): { family: string; fallbacks: string[] } | null {
   const list = style?.fontFamily ?? [];
-  const i = list.findIndex((f) => !GENERIC.test(f));
+  const i = list.findIndex((f) => !isGeneric(f));
   return i < 0 ? null : { family: list[i]!, fallbacks: list.slice(i + 1) };
 }
 
