@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/pool.js';
+import { tokensNow } from './repository.js';
 
 /** A member's console bucket: every console request takes from 'console', some also from a tighter lane. */
 export type MemberLane = 'console' | 'outbound' | 'upload';
@@ -16,9 +17,7 @@ export interface LaneResult extends LaneTake {
   took: boolean;
 }
 
-// Tokens in the bucket now, as for a key (src/auth/repository.ts): what was left plus the refill
-// since, capped at one minute's worth.
-const tokensNow = `least(EXCLUDED.capacity, rb.tokens + greatest(0, extract(epoch FROM clock_timestamp() - rb.refilled_at)) * EXCLUDED.capacity / 60.0)`;
+const tokensNowSql = tokensNow('EXCLUDED.capacity');
 
 /**
  * Takes one token from each of the member's lanes, in one statement, from the rate_buckets rows
@@ -34,8 +33,8 @@ export async function takeMemberTokens(db: Queryable, memberId: string, lanes: L
              FROM unnest($2::text[], $3::float8[]) WITH ORDINALITY AS l(lane, capacity, n)
             ORDER BY l.n
            ON CONFLICT (member_id, lane) WHERE member_id IS NOT NULL DO UPDATE
-              SET tokens = ${tokensNow} - least(1, floor(${tokensNow})),
-                  last_take = least(1, floor(${tokensNow}))::integer,
+              SET tokens = ${tokensNowSql} - least(1, floor(${tokensNowSql})),
+                  last_take = least(1, floor(${tokensNowSql}))::integer,
                   capacity = EXCLUDED.capacity,
                   refilled_at = greatest(rb.refilled_at, clock_timestamp())
            RETURNING rb.lane, rb.tokens, rb.last_take`,

@@ -54,8 +54,8 @@ WITH k AS (
    WHERE k.key_hash = $1::bytea AND k.revoked_at IS NULL
 )`;
 
-// Tokens in the bucket now: what was left plus the refill since, capped at one minute's worth.
-const tokensNow = (capacity: string) =>
+/** Tokens in a rate_buckets row `rb` now: what was left plus the refill since, capped at one minute's worth (keys' and members' buckets alike). */
+export const tokensNow = (capacity: string) =>
   `least(${capacity}, rb.tokens + greatest(0, extract(epoch FROM clock_timestamp() - rb.refilled_at)) * ${capacity} / 60.0)`;
 
 /** Authenticates and reads the bucket without taking from it. */
