@@ -7,7 +7,6 @@ import { mustGetTeam } from '../teams/repository.js';
 import { clearedSessionCookie, DEVICE_COOKIE, deviceCookie, readCookie, SESSION_COOKIE, sessionCookie } from './cookies.js';
 import { requireSession, secureCookies, type ConsoleSession } from './guard.js';
 import { acceptInvite } from './invites.js';
-import { refuseWeakInvitePassword } from './invite-password.js';
 import type { ConsoleDeps } from './plugin.js';
 import { AcceptInviteBodySchema, OverviewSchema, SessionSchema, SignedOutSchema, SignInBodySchema, type SessionView } from './schemas.js';
 import { createSession, deleteSession, findSession, type SessionMember } from './sessions.js';
@@ -104,8 +103,7 @@ export function sessionRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        // The password policy (common, repeated, or containing the email) before the link is used.
-        await refuseWeakInvitePassword(deps.db.pool, request.body.token, request.body.password);
+        // acceptInvite refuses a password the policy does not allow (422) before the link is used.
         const member = await acceptInvite(deps.db, request.body.token, request.body.password);
         if (!member) {
           throw new ApiError(

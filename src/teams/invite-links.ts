@@ -38,12 +38,18 @@ export async function voidLinksMadeBy(db: Queryable, makerId: string): Promise<v
   await db.query('UPDATE member_invites SET revoked_at = now() WHERE created_by = $1::uuid AND used_at IS NULL AND revoked_at IS NULL', [makerId]);
 }
 
-/** Whether a token names a live link: a dead one costs the caller no scrypt. */
-export async function isLiveLink(db: Queryable, tokenHash: Buffer): Promise<boolean> {
-  const { rows } = await db.query('SELECT 1 FROM member_invites WHERE token_hash = $1::bytea AND used_at IS NULL AND revoked_at IS NULL AND expires_at > now()', [
-    tokenHash,
-  ]);
-  return rows.length > 0;
+/**
+ * The link a token names, live or not, with its member's email (for the password policy): one
+ * read before any scrypt, so a dead link costs the caller no hashing. Null for an unknown token.
+ */
+export async function findLinkByToken(db: Queryable, tokenHash: Buffer): Promise<{ email: string; live: boolean } | null> {
+  const { rows } = await db.query<{ email: string; live: boolean }>(
+    `SELECT m.email, (i.used_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > now()) AS live
+       FROM member_invites i JOIN members m ON m.id = i.member_id
+      WHERE i.token_hash = $1::bytea`,
+    [tokenHash],
+  );
+  return rows[0] ?? null;
 }
 
 /**

@@ -70,8 +70,8 @@ export async function addMemberWithInvite(
   });
 }
 
-/** Whether a token may still be accepted (before the caller spends scrypt on the password). */
-export { isLiveLink } from './invite-links.js';
+/** The link a token names and whether it may still be accepted (before the caller spends scrypt on the password). */
+export { findLinkByToken } from './invite-links.js';
 
 /**
  * Uses a link: sets the member's password and ends their sessions. Null when the link is unknown,
