@@ -53,7 +53,15 @@ async function listTools(key: string): Promise<ToolBody[]> {
 
 describe('GET /v1/tools', () => {
   const SPEC: Record<string, { name: string; family: string; output_kind: string; slots: [string, string, boolean, string[] | null][] }> = {
-    image_upscale: { name: 'Upscale image', family: 'enhance', output_kind: 'image', slots: [['image', 'image', true, null]] },
+    image_upscale: {
+      name: 'Upscale image',
+      family: 'enhance',
+      output_kind: 'image',
+      slots: [
+        ['image', 'image', true, null],
+        ['method', 'enum', false, ['learned', 'lanczos']],
+      ],
+    },
     video_transition: {
       name: 'Video transition',
       family: 'edit',
@@ -85,6 +93,7 @@ describe('GET /v1/tools', () => {
       slots: [
         ['video', 'video', true, null],
         ['target', 'enum', false, ['1080p', '4k']],
+        ['method', 'enum', false, ['learned', 'lanczos']],
       ],
     },
     brand_kit_extract: {

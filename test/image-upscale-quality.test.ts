@@ -11,9 +11,9 @@ import { imageUpscale } from '../src/tools/catalog/image-upscale.js';
 import { decode, encode, runContext, type Raster } from './helpers/images.js';
 import { centredLanczos3, psnr } from './helpers/lanczos-reference.js';
 
-/** The tool run directly on a PNG of the raster; its output decoded. */
+/** The tool's Lanczos3 method run directly on a PNG of the raster; its output decoded. */
 async function upscale(r: Raster): Promise<Raster> {
-  const { ctx, cleanup } = await runContext(imageUpscale, await encode(r, 'png'), 'in.png');
+  const { ctx, cleanup } = await runContext(imageUpscale, await encode(r, 'png'), 'in.png', { values: { method: 'lanczos' } });
   try {
     assert.ok(imageUpscale.run);
     const [out] = await imageUpscale.run(ctx);
@@ -124,7 +124,7 @@ describe('image_upscale resamples like a centred Lanczos3', () => {
     const rgb = await textured(80, 60, 3, 3);
     const cmyk = await sharp(await encode(rgb, 'png')).toColourspace('cmyk').jpeg({ quality: 95 }).toBuffer();
     assert.equal((await sharp(cmyk).metadata()).space, 'cmyk');
-    const { ctx, cleanup } = await runContext(imageUpscale, cmyk, 'print.jpg');
+    const { ctx, cleanup } = await runContext(imageUpscale, cmyk, 'print.jpg', { values: { method: 'lanczos' } });
     try {
       assert.ok(imageUpscale.run);
       const [out] = await imageUpscale.run(ctx);

@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { resolveMediaBinaries } from '../src/media/binaries.js';
 import { runFfmpeg } from '../src/media/ffmpeg.js';
-import { createLogger } from '../src/logger.js';
 import type { RunWorker } from '../src/runs/worker.js';
-import { ToolError, type InputFile, type RunContext, type ToolOutput } from '../src/tools/manifest.js';
+import { ToolError, type ToolOutput } from '../src/tools/manifest.js';
 import { planTransition } from '../src/tools/video/transition-graph.js';
 import { runTransition } from '../src/tools/video/transition.js';
 import { runUpscale } from '../src/tools/video/upscale.js';
@@ -16,7 +14,7 @@ import { makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { assertFieldErrors, estimate, getRun, runOf, start, uploadReady, type EstimateJson, type RunJson } from './helpers/runs.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { testRegistry } from './helpers/test-tools.js';
-import { ffmpegChildren, frameAt, makeClip, makePatternClip, packetsMd5, probe, processExists, type FrameColours, type Rgb } from './helpers/videos.js';
+import { ffmpegChildren, frameAt, makeClip, makePatternClip, packetsMd5, probe, processExists, videoRunContext, type FrameColours, type Rgb } from './helpers/videos.js';
 import { startTestWorker, waitFor } from './helpers/worker.js';
 
 const media = resolveMediaBinaries();
@@ -37,45 +35,8 @@ function show(f: FrameColours): string {
   return `all ${s(f.all)} left ${s(f.left)} centre ${s(f.centre)} right ${s(f.right)}`;
 }
 
-interface Direct {
-  ctx: RunContext;
-  progress: number[];
-  abort: AbortController;
-}
-
-/** A RunContext as the executor builds it: local files, their probe, a fresh workDir, a real signal. */
-async function context(slot: string, files: string[], values: Record<string, unknown>): Promise<Direct> {
-  const workDir = await fs.mkdtemp(path.join(dir, 'work-'));
-  const inputs: InputFile[] = [];
-  for (const [i, f] of files.entries()) {
-    const copy = path.join(workDir, `input-${i}`);
-    await fs.copyFile(f, copy);
-    const p = await probe(f);
-    inputs.push({
-      fileId: randomUUID(),
-      path: copy,
-      fileName: path.basename(f),
-      mime: 'video/mp4',
-      info: { kind: 'video', width: p.video?.width ?? null, height: p.video?.height ?? null, durationSeconds: p.duration },
-    });
-  }
-  const abort = new AbortController();
-  const progress: number[] = [];
-  const ctx: RunContext = {
-    runId: randomUUID(),
-    teamId: randomUUID(),
-    values,
-    files: { [slot]: inputs },
-    workDir,
-    signal: abort.signal,
-    progress: (f) => progress.push(f),
-    media,
-    logger: createLogger('silent'),
-    outbound: { allowPrivate: false },
-    limits: { ffmpegThreads: 2, maxOutputBytes: 4 * 1024 ** 3 },
-  };
-  return { ctx, progress, abort };
-}
+/** A RunContext as the executor builds it (helpers/videos.ts). */
+const context = (slot: string, files: string[], values: Record<string, unknown>) => videoRunContext(dir, slot, files, values);
 
 async function transition(files: string[], values: Record<string, unknown>): Promise<{ out: ToolOutput; progress: number[] }> {
   const d = await context('clips', files, values);

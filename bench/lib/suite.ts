@@ -63,6 +63,25 @@ export const BENCHES: BenchEntry[] = [
     quickEnv: {},
   },
   {
+    name: 'quality-learned',
+    title: 'image_upscale learned vs Lanczos3 on BSD100, Set14 and Set5 (issue 28)',
+    script: 'bench/quality-learned.ts',
+    quickEnv: { BENCH_SETS: 'Set14' },
+  },
+  {
+    name: 'video-learned',
+    title: 'video_upscale learned vs lanczos: realtime factor at 540p -> 1080p, luma PSNR on panned photos (issue 28)',
+    script: 'bench/video-learned.ts',
+    quickEnv: { BENCH_ROUNDS: '1', BENCH_SPEED_SECONDS: '2', BENCH_QUALITY_FRAMES: '12' },
+  },
+  {
+    name: 'upscale-speed',
+    title: 'image_upscale learned vs lanczos through the API: seconds per input MP at 1 and 12 MP, peak worker RSS at 16 MP (issue 28)',
+    script: 'bench/upscale-speed.ts',
+    // The bench itself shrinks the sizes under BENCH_QUICK (0.3 and 2 MP, a 1400 px square).
+    quickEnv: { BENCH_ROUNDS: '2' },
+  },
+  {
     name: 'webhooks',
     title: 'webhook delivery latency and rate vs plain signed POSTs',
     script: 'bench/webhooks.ts',

@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireAuth } from '../auth/plugin.js';
 import { AUTH_ERRORS, errorResponses } from '../core/schemas.js';
+import { videoUpscale } from './catalog/video-upscale.js';
 import type { ToolManifest } from './manifest.js';
 import { estimateHint, type ToolRegistry } from './registry.js';
 
@@ -25,16 +26,17 @@ const EXAMPLE_TOOL = {
   object: 'tool',
   id: 'video_upscale',
   name: 'Upscale video',
-  description: 'Upscales a video to 1080p or 4K with Lanczos scaling, keeping its aspect ratio, frame rate and audio.',
+  description: videoUpscale.description,
   family: 'enhance',
   inputs: [
     { name: 'video', kind: 'video', required: true, min: 1, max: 1 },
     { name: 'target', kind: 'enum', required: false, min: 0, max: 1, choices: ['1080p', '4k'], default: '1080p' },
+    { name: 'method', kind: 'enum', required: false, min: 0, max: 1, choices: ['learned', 'lanczos'], default: 'lanczos' },
   ],
   output_kind: 'video',
   consent: 'none',
   allowed: true,
-  estimate_hint: { sparks_min: 2, sparks_max: 8640 },
+  estimate_hint: { sparks_min: 2, sparks_max: 302400 },
 };
 
 export const ToolSchema = Type.Object(

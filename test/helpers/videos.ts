@@ -1,8 +1,11 @@
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { resolveMediaBinaries } from '../../src/media/binaries.js';
+import { createLogger } from '../../src/logger.js';
+import type { InputFile, RunContext } from '../../src/tools/manifest.js';
 
 /** Small generated videos and what ffprobe / a decoded frame says about an output (tests only). */
 
@@ -156,4 +159,47 @@ export function ffmpegChildren(): number[] {
 /** Whether a pid still names a process (a zombie counts: it has not been reaped). */
 export function processExists(pid: number): boolean {
   return fs.existsSync(`/proc/${pid}`);
+}
+
+export interface DirectRun {
+  ctx: RunContext;
+  progress: number[];
+  abort: AbortController;
+}
+
+/**
+ * A RunContext as the executor builds it for video tools: each file copied into a fresh work
+ * directory under `dir`, its probe as the file's info, a real signal, progress recorded.
+ */
+export async function videoRunContext(dir: string, slot: string, files: string[], values: Record<string, unknown>): Promise<DirectRun> {
+  const workDir = await fs.promises.mkdtemp(path.join(dir, 'work-'));
+  const inputs: InputFile[] = [];
+  for (const [i, f] of files.entries()) {
+    const copy = path.join(workDir, `input-${i}`);
+    await fs.promises.copyFile(f, copy);
+    const p = await probe(f);
+    inputs.push({
+      fileId: randomUUID(),
+      path: copy,
+      fileName: path.basename(f),
+      mime: 'video/mp4',
+      info: { kind: 'video', width: p.video?.width ?? null, height: p.video?.height ?? null, durationSeconds: p.duration },
+    });
+  }
+  const abort = new AbortController();
+  const progress: number[] = [];
+  const ctx: RunContext = {
+    runId: randomUUID(),
+    teamId: randomUUID(),
+    values,
+    files: { [slot]: inputs },
+    workDir,
+    signal: abort.signal,
+    progress: (f) => progress.push(f),
+    media: resolveMediaBinaries(),
+    logger: createLogger('silent'),
+    outbound: { allowPrivate: false },
+    limits: { ffmpegThreads: 2, maxOutputBytes: 4 * 1024 ** 3 },
+  };
+  return { ctx, progress, abort };
 }

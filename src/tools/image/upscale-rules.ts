@@ -1,5 +1,6 @@
 import type { FieldError } from '../../core/errors.js';
 import type { MediaInfo } from '../manifest.js';
+import { UPSCALE_METHODS, type UpscaleMethod } from '../upscaler/methods.js';
 
 /**
  * image_upscale's limits and input checks: what the API needs for pricing and validation,
@@ -11,6 +12,10 @@ export const UPSCALE = {
   maxOutputSide: 8192,
   maxOutputMegapixels: 64,
 } as const;
+
+/** image_upscale's default: the learned correction costs well under the +1 s per input MP allowed (docs/benchmarks.md). */
+export const DEFAULT_UPSCALE_METHOD: UpscaleMethod = 'learned';
+export { UPSCALE_METHODS, type UpscaleMethod };
 
 /** The largest input whose output fits: 64 MP out is 16 MP in. */
 export const UPSCALE_MAX_INPUT_PIXELS = (UPSCALE.maxOutputMegapixels * 1_000_000) / (UPSCALE.scale * UPSCALE.scale);

@@ -1,8 +1,10 @@
 import path from 'node:path';
 import { probeVideo, runFfmpeg } from '../../media/ffmpeg.js';
 import { stringValue, ToolError, type RunContext, type ToolOutput } from '../manifest.js';
+import { sharedLumaNet, type LumaNet } from '../upscaler/luma-net.js';
 import { encodeProgress, H264, MP4, namedInputs, PROBE_TIME_LIMIT_MS, VIDEO_MAX_OUTPUT_BYTES, type VideoRunOptions } from './common.js';
-import { TARGET_HEIGHTS, UPSCALE_TIMEOUT_SECONDS } from './upscale-rules.js';
+import { runLearned } from './learned-frames.js';
+import { DEFAULT_UPSCALE_METHOD, learnedTimeLimitSeconds, TARGET_HEIGHTS, UPSCALE_METHODS, UPSCALE_TIMEOUT_SECONDS, type UpscaleMethod } from './upscale-rules.js';
 
 /** Audio codecs an MP4 takes as they are; others (Opus, Vorbis, FLAC, PCM...) are encoded to AAC. */
 const MP4_AUDIO = ['aac', 'mp3', 'ac3', 'eac3', 'alac'];
@@ -14,15 +16,30 @@ function targetOf(values: Record<string, unknown>): { name: string; height: numb
   return { name, height };
 }
 
+function methodOf(values: Record<string, unknown>): UpscaleMethod {
+  const name = stringValue({ values, media: {}, durationHint: null }, 'method', DEFAULT_UPSCALE_METHOD);
+  const method = UPSCALE_METHODS.find((m) => m === name);
+  if (!method) throw new ToolError(`Unknown method ${name}.`);
+  return method;
+}
+
+export interface UpscaleRunOptions extends VideoRunOptions {
+  /** The learned path's network; default the process's shared one with the shipped model (tests give another). */
+  net?: LumaNet;
+}
+
 /**
- * Lanczos upscale to 1080 or 2160 lines, width from the aspect ratio (even), H.264 at CRF 20
- * (preset veryfast), frames passed with their own timestamps (rate kept), first audio stream
- * copied when MP4 can hold it.
+ * Upscale to 1080 or 2160 lines, width from the aspect ratio (even), H.264 at CRF 20 (preset
+ * veryfast), first audio stream copied when MP4 can hold it. `lanczos`: one ffmpeg, swscale's
+ * Lanczos, frames passed with their own timestamps (rate kept). `learned`: the luma network's 2x
+ * between two ffmpegs (learned-frames.ts), at a constant rate, then Lanczos to the target when
+ * that is not exactly 2x.
  */
-export async function runUpscale(ctx: RunContext, opts: VideoRunOptions = {}): Promise<ToolOutput[]> {
+export async function runUpscale(ctx: RunContext, opts: UpscaleRunOptions = {}): Promise<ToolOutput[]> {
   const { inputs } = namedInputs(ctx, 'video', () => 'the video');
   const input = inputs[0]!;
   const target = targetOf(ctx.values);
+  const method = methodOf(ctx.values);
   const facts = await probeVideo(ctx.media, input, { signal: ctx.signal, timeLimitMs: PROBE_TIME_LIMIT_MS });
   ctx.progress(0.02);
   if (facts.height >= target.height) {
@@ -30,6 +47,30 @@ export async function runUpscale(ctx: RunContext, opts: VideoRunOptions = {}): P
   }
   const audio = facts.audioCodec && MP4_AUDIO.includes(facts.audioCodec) ? ['-c:a', 'copy'] : ['-c:a', 'aac', '-b:a', '192k'];
   const output = path.join(ctx.workDir, `upscaled-${target.name}.mp4`);
+  if (method === 'learned') {
+    const seconds = learnedTimeLimitSeconds({
+      pricedSeconds: input.pricedSeconds ?? facts.durationSeconds,
+      fps: facts.fps.num / facts.fps.den,
+      width: facts.width,
+      height: facts.height,
+      targetHeight: target.height,
+    });
+    await runLearned({
+      bins: ctx.media,
+      input,
+      facts,
+      targetHeight: target.height,
+      encodeArgs: [...H264, ...audio, ...MP4],
+      output,
+      signal: ctx.signal,
+      timeLimitMs: seconds * 1000,
+      maxOutputBytes: opts.maxOutputBytes ?? VIDEO_MAX_OUTPUT_BYTES,
+      threads: opts.threads,
+      net: opts.net ?? sharedLumaNet(),
+      onProgress: encodeProgress(ctx),
+    });
+    return [{ path: output, fileName: `upscaled-${target.name}.mp4`, mimeType: 'video/mp4' }];
+  }
   await runFfmpeg({
     bins: ctx.media,
     inputs,

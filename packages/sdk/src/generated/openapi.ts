@@ -928,7 +928,7 @@ export type components = {
          *       "object": "tool",
          *       "id": "video_upscale",
          *       "name": "Upscale video",
-         *       "description": "Upscales a video to 1080p or 4K with Lanczos scaling, keeping its aspect ratio, frame rate and audio.",
+         *       "description": "Upscales a video to 1080p or 4K, keeping its aspect ratio and audio. method lanczos (the default): Lanczos scaling, frame rate and timing kept. method learned: a small neural network trained to enlarge 2x sharpens the brightness of every frame (colour is enlarged smoothly), then Lanczos takes it to the target height when that is not exactly twice the input; finer detail, at a constant frame rate, many times slower and priced 35x.",
          *       "family": "enhance",
          *       "inputs": [
          *         {
@@ -949,6 +949,18 @@ export type components = {
          *             "4k"
          *           ],
          *           "default": "1080p"
+         *         },
+         *         {
+         *           "name": "method",
+         *           "kind": "enum",
+         *           "required": false,
+         *           "min": 0,
+         *           "max": 1,
+         *           "choices": [
+         *             "lanczos",
+         *             "learned"
+         *           ],
+         *           "default": "lanczos"
          *         }
          *       ],
          *       "output_kind": "video",
@@ -956,7 +968,7 @@ export type components = {
          *       "allowed": true,
          *       "estimate_hint": {
          *         "sparks_min": 2,
-         *         "sparks_max": 8640
+         *         "sparks_max": 302400
          *       }
          *     }
          */
@@ -1009,7 +1021,7 @@ export type components = {
          *           "object": "tool",
          *           "id": "video_upscale",
          *           "name": "Upscale video",
-         *           "description": "Upscales a video to 1080p or 4K with Lanczos scaling, keeping its aspect ratio, frame rate and audio.",
+         *           "description": "Upscales a video to 1080p or 4K, keeping its aspect ratio and audio. method lanczos (the default): Lanczos scaling, frame rate and timing kept. method learned: a small neural network trained to enlarge 2x sharpens the brightness of every frame (colour is enlarged smoothly), then Lanczos takes it to the target height when that is not exactly twice the input; finer detail, at a constant frame rate, many times slower and priced 35x.",
          *           "family": "enhance",
          *           "inputs": [
          *             {
@@ -1030,6 +1042,18 @@ export type components = {
          *                 "4k"
          *               ],
          *               "default": "1080p"
+         *             },
+         *             {
+         *               "name": "method",
+         *               "kind": "enum",
+         *               "required": false,
+         *               "min": 0,
+         *               "max": 1,
+         *               "choices": [
+         *                 "lanczos",
+         *                 "learned"
+         *               ],
+         *               "default": "lanczos"
          *             }
          *           ],
          *           "output_kind": "video",
@@ -1037,7 +1061,7 @@ export type components = {
          *           "allowed": true,
          *           "estimate_hint": {
          *             "sparks_min": 2,
-         *             "sparks_max": 8640
+         *             "sparks_max": 302400
          *           }
          *         }
          *       ]

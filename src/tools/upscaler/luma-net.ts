@@ -1,0 +1,142 @@
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { THREAD_SOURCE } from './thread.js';
+
+// The learned x2 luma upscaler (training/upscaler/, docs/decisions.md "A learned upscaler"): a
+// small network whose ONNX file ships in models/, run by onnxruntime-node's CPU build in a worker
+// thread. The image is cut into strips of rows and each strip into tiles, every tile with a halo
+// as wide as the network sees (8 layers of 3x3: 8 input pixels) so the tiled result is the
+// untiled one; the caller takes each strip's rows as they come and memory holds one strip.
+
+/** Input pixels the network sees on each side of the one it computes (its receptive radius). */
+export const HALO = 8;
+/** Tile width and strip height, in input pixels: ~6% recomputed for the halos, ~40 MB of activations. */
+export const TILE = 512;
+export const STRIP_ROWS = 256;
+
+/** What the network gives: the correction to add to the Lanczos3 result, or that sum (a 2x luma). */
+export type LumaOutput = 'correction' | 'luma2x';
+
+/** The model that ships; resolved from the package root (models/ sits beside src/ and dist/). */
+export function defaultModelPath(): string {
+  return fileURLToPath(new URL('../../../models/upscaler-x2.onnx', import.meta.url));
+}
+
+/** A luma plane the thread reads without a copy: w * h floats, 0..1. */
+export function lumaPlane(width: number, height: number): Float32Array {
+  return new Float32Array(new SharedArrayBuffer(width * height * 4));
+}
+
+export interface LumaNetOptions {
+  modelPath?: string;
+  /** ONNX Runtime's threads; default the machine's cores, at most 4. */
+  threads?: number;
+}
+
+interface Waiter {
+  resolve(data: Float32Array): void;
+  reject(err: Error): void;
+}
+
+export class LumaNet {
+  private worker: Worker | null = null;
+  private nextId = 1;
+  private readonly waiting = new Map<number, Waiter>();
+  readonly modelPath: string;
+  private readonly threads: number;
+
+  constructor(opts: LumaNetOptions = {}) {
+    this.modelPath = path.resolve(opts.modelPath ?? defaultModelPath());
+    this.threads = opts.threads ?? Math.min(4, Math.max(1, os.availableParallelism()));
+  }
+
+  private thread(): Worker {
+    if (this.worker) return this.worker;
+    const ortPath = createRequire(import.meta.url).resolve('onnxruntime-node');
+    const worker = new Worker(THREAD_SOURCE, {
+      eval: true,
+      workerData: { ortPath, modelPath: this.modelPath, threads: this.threads },
+    });
+    worker.on('message', (reply: { id: number; data?: Float32Array; error?: string }) => {
+      const waiter = this.waiting.get(reply.id);
+      if (!waiter) return;
+      this.waiting.delete(reply.id);
+      if (this.waiting.size === 0) worker.unref();
+      if (reply.data) waiter.resolve(reply.data);
+      else waiter.reject(new Error(`the upscaler's network failed: ${reply.error ?? 'no answer'}`));
+    });
+    const lost = (err: Error) => {
+      if (this.worker !== worker) return;
+      this.worker = null;
+      for (const waiter of this.waiting.values()) waiter.reject(err);
+      this.waiting.clear();
+    };
+    worker.on('error', lost);
+    worker.on('exit', (code) => lost(new Error(`the upscaler's thread exited (code ${code})`)));
+    // Idle, it never keeps the process alive (the session stays loaded for the next run); while a
+    // strip is asked for, it does (strip()). After the listeners: adding one refs the thread again.
+    worker.unref();
+    this.worker = worker;
+    return worker;
+  }
+
+  private strip(luma: Float32Array, width: number, height: number, y0: number, y1: number, output: LumaOutput, tile: number): Promise<Float32Array> {
+    const worker = this.thread();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      if (this.waiting.size === 0) worker.ref();
+      this.waiting.set(id, { resolve, reject });
+      worker.postMessage({ id, luma: luma.buffer, width, height, y0, y1, output, tile, halo: HALO });
+    });
+  }
+
+  /**
+   * Runs the network over a luma plane (from lumaPlane()), strip by strip: `take` gets output rows
+   * 2*y0 ... 2*y1 (2*width floats each) before the next strip starts. Stops between strips once
+   * `signal` is aborted.
+   */
+  async run(
+    luma: Float32Array,
+    width: number,
+    height: number,
+    output: LumaOutput,
+    take: (y0: number, rows: Float32Array) => void | Promise<void>,
+    opts: { signal?: AbortSignal; tile?: number; stripRows?: number } = {},
+  ): Promise<void> {
+    if (!(luma.buffer instanceof SharedArrayBuffer)) throw new Error('the luma plane must come from lumaPlane()');
+    const rows = opts.stripRows ?? STRIP_ROWS;
+    const ask = (y0: number) => this.strip(luma, width, height, y0, Math.min(height, y0 + rows), output, opts.tile ?? TILE);
+    opts.signal?.throwIfAborted();
+    let next: Promise<Float32Array> | null = ask(0);
+    for (let y0 = 0; next; y0 += rows) {
+      const data: Float32Array = await next;
+      opts.signal?.throwIfAborted();
+      // The thread computes the next strip while `take` handles this one: two strips in memory at most.
+      next = y0 + rows < height ? ask(y0 + rows) : null;
+      // A strip asked for and no longer wanted (take failed) must not become an unhandled rejection.
+      next?.catch(() => undefined);
+      await take(2 * y0, data);
+    }
+  }
+
+  /** Stops the thread (tests; a process that ends needs nothing). */
+  async close(): Promise<void> {
+    const worker = this.worker;
+    this.worker = null;
+    if (worker) await worker.terminate();
+  }
+}
+
+let processNet: LumaNet | null = null;
+
+/**
+ * The process's network with the shipped model, made on the first learned run (the issue asks
+ * for one session per process, loaded lazily); nothing is loaded at import.
+ */
+export function sharedLumaNet(): LumaNet {
+  processNet ??= new LumaNet();
+  return processNet;
+}

@@ -1,0 +1,62 @@
+"""Writes trained weights as ONNX, plus a reference output for the project's test.
+
+The graph takes luma (1,1,H,W), floats 0..1 (the image's BT.601 luma), and gives two outputs:
+`correction` (1,1,2H,2W), to add to the service's centred Lanczos3 result, and `luma2x`, the
+Lanczos3 of the luma plus that correction (video frames take this one). With --zero the
+correction is exactly 0 (the test that the learned path reproduces the Lanczos3 path)."""
+import argparse, json, math
+import numpy as np
+import torch
+import onnx
+from lanczos import lanczos2x
+from model import CorrectionNet
+
+
+class Exported(torch.nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        c = self.net(x)
+        return c, lanczos2x(x) + c
+
+
+def reference_input():
+    """A fixed 24x20 luma: gradients, an edge and a checker, so every layer has work."""
+    y, x = np.mgrid[0:20, 0:24].astype(np.float32)
+    v = 0.2 + 0.5 * x / 23 + 0.2 * (y > 9) + 0.08 * ((x.astype(int) // 3 + y.astype(int) // 3) % 2)
+    v = np.round(v * 255) / 255
+    return np.clip(v, 0, 1).astype(np.float32)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('weights', nargs='?')
+    ap.add_argument('out')
+    ap.add_argument('--channels', type=int, default=32)
+    ap.add_argument('--zero', action='store_true')
+    ap.add_argument('--reference', help='write the reference output (JSON) here')
+    args = ap.parse_args()
+    net = CorrectionNet(args.channels)
+    if args.weights and not args.zero:
+        net.load_state_dict(torch.load(args.weights))
+    net.eval()
+    model = Exported(net)
+    x = torch.zeros(1, 1, 64, 64)
+    torch.onnx.export(model, x, args.out, input_names=['luma'], output_names=['correction', 'luma2x'], opset_version=13,
+                      dynamic_axes={'luma': {2: 'h', 3: 'w'}, 'correction': {2: 'h2', 3: 'w2'}, 'luma2x': {2: 'h2', 3: 'w2'}})
+    onnx.checker.check_model(onnx.load(args.out))
+    if args.reference:
+        inp = reference_input()
+        with torch.no_grad():
+            c, full = model(torch.from_numpy(inp)[None, None])
+        with open(args.reference, 'w') as f:
+            json.dump({'width': 24, 'height': 20,
+                       'luma255': [int(v) for v in np.round(inp * 255).astype(int).ravel()],
+                       'luma2x255': [int(v) for v in np.round(full.clamp(0, 1).numpy() * 255).astype(int).ravel()]}, f)
+    print('wrote', args.out)
+
+
+if __name__ == '__main__':
+    main()
