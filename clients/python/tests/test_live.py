@@ -38,7 +38,7 @@ class Live(unittest.TestCase):
         ids = [t["id"] for t in self.client.tools.list()]
         self.assertIn("image_upscale", ids)
         tool = self.client.tools.get("image_upscale")
-        self.assertEqual([i["name"] for i in tool["inputs"]], ["image"])
+        self.assertEqual([i["name"] for i in tool["inputs"]], ["image", "method"])
         with self.assertRaises(toolrun.NotFoundError) as caught:
             self.client.tools.get("no_such_tool")
         self.assertEqual(caught.exception.code, "tool_not_found")

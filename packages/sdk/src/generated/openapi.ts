@@ -957,8 +957,8 @@ export type components = {
          *           "min": 0,
          *           "max": 1,
          *           "choices": [
-         *             "lanczos",
-         *             "learned"
+         *             "learned",
+         *             "lanczos"
          *           ],
          *           "default": "lanczos"
          *         }
@@ -1050,8 +1050,8 @@ export type components = {
          *               "min": 0,
          *               "max": 1,
          *               "choices": [
-         *                 "lanczos",
-         *                 "learned"
+         *                 "learned",
+         *                 "lanczos"
          *               ],
          *               "default": "lanczos"
          *             }
