@@ -38,7 +38,8 @@ async function upscaled(method: Method, small: Raster, work: string): Promise<Ra
     case 'tool': {
       const file = path.join(work, 'small.png');
       await fs.writeFile(file, await png(small));
-      const out = await upscaleImage({ input: file, inputName: 'small.png', outDir: work, signal: new AbortController().signal, progress: () => undefined, timeoutSeconds: 60 });
+      // The Lanczos3 method: this benchmark checks it against its reference (bench/quality-learned.ts measures 'learned').
+      const out = await upscaleImage({ input: file, inputName: 'small.png', outDir: work, signal: new AbortController().signal, progress: () => undefined, timeoutSeconds: 60, method: 'lanczos' });
       return raw(sharp(out.path));
     }
     case 'reference':

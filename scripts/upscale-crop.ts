@@ -26,7 +26,7 @@ try {
   const before = await sharp(small).resize(PATCH.width, PATCH.height, { kernel: 'lanczos3', fit: 'fill' }).sharpen({ sigma: 0.6, m1: 0.5, m2: 1.5 }).png().toBuffer();
   const input = path.join(work, 'small.png');
   await fs.writeFile(input, small);
-  const now = await upscaleImage({ input, inputName: 'small.png', outDir: work, signal: new AbortController().signal, progress: () => undefined, timeoutSeconds: 60 });
+  const now = await upscaleImage({ input, inputName: 'small.png', outDir: work, signal: new AbortController().signal, progress: () => undefined, timeoutSeconds: 60, method: 'lanczos' });
   const tiles = await Promise.all(
     [before, await fs.readFile(now.path), original].map((b) => sharp(b).resize(PATCH.width * ZOOM, PATCH.height * ZOOM, { kernel: 'nearest' }).png().toBuffer()),
   );

@@ -125,6 +125,8 @@ def main():
     ap.add_argument('--folders', default='urban100,t91,sunhays,mate')
     ap.add_argument('--channels', type=int, default=32)
     ap.add_argument('--minutes', type=float, default=60)
+    ap.add_argument('--stop-minutes', type=float,
+                    help='stop here, keeping the learning-rate schedule of --minutes (the shipped model forked from minute 41 of a 75-minute run)')
     ap.add_argument('--threads', type=int, default=2)
     ap.add_argument('--batch', type=int, default=16)
     ap.add_argument('--patch', type=int, default=48)
@@ -180,7 +182,7 @@ def main():
         opt.step()
         running += loss.item()
         step += 1
-        if step % 500 == 0 or frac >= 1.0:
+        if step % 500 == 0 or frac >= 1.0 or (args.stop_minutes is not None and elapsed >= args.stop_minutes * 60):
             net.eval()
             gain, worst = psnr_gain(net, held_pairs)
             net.train()
@@ -190,7 +192,7 @@ def main():
             log.flush()
             running = 0.0
             torch.save(net.state_dict(), os.path.join(args.out, 'weights.pt'))
-        if frac >= 1.0:
+        if frac >= 1.0 or (args.stop_minutes is not None and elapsed >= args.stop_minutes * 60):
             break
     net.eval()
     torch.save(net.state_dict(), os.path.join(args.out, 'weights.pt'))
