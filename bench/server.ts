@@ -3,7 +3,8 @@
  * can be read alone and autocannon does not share its event loop.
  *
  *   api   the real service: startService() exactly as `toolrun serve` runs it, configured from the
- *         environment the parent passes (DATABASE_URL, PORT=0, LOG_LEVEL=warn, ...).
+ *         environment the parent passes (DATABASE_URL, PORT=0, LOG_LEVEL=warn, ...); with
+ *         BENCH_API_WORKERS=0 as `toolrun serve --no-workers`.
  *   bare  a plain Fastify instance (defaults: no logger) with one route answering the JSON body
  *         given in BENCH_BODY, serialized through the same response schema as /v1/me.
  *
@@ -38,7 +39,8 @@ async function startBare(): Promise<{ url: string; stop: () => Promise<void> }> 
 
 async function startApi(): Promise<{ url: string; stop: () => Promise<void> }> {
   const config = loadConfig(process.env);
-  const service = await startService(config, createLogger(config.logLevel));
+  // BENCH_API_WORKERS=0: the API alone (`serve --no-workers`), so that nothing but requests runs in it.
+  const service = await startService(config, createLogger(config.logLevel), process.stdout, { workers: process.env.BENCH_API_WORKERS !== '0' });
   return { url: service.url, stop: () => service.stop() };
 }
 

@@ -29,6 +29,26 @@ describe('UnrecognisedKeyGate', { timeout: 30_000 }, () => {
     assert.deepEqual(gate.queued, { lookups: 0, clients: 0 });
   });
 
+  test('slow lookups get fewer turns: at most lookupMsPerSecond of lookup time a second', async () => {
+    // Lookups it lets through at once out of 150 asked for together (the rest would wait: refused).
+    const burst = async (gate: UnrecognisedKeyGate) => {
+      let through = 0;
+      for (let i = 0; i < 150; i++) if ((await gate.admit('a')) === null) through++;
+      return through;
+    };
+    // Fast lookups (1 ms each: 100 a second is 100 ms of the budget): the whole burst of one
+    // second's worth goes.
+    const gate = new UnrecognisedKeyGate(100, { maxWaitMs: 1, lookupMsPerSecond: 200 });
+    gate.lookupTook(1);
+    assert.equal(await burst(gate), 100);
+    // Lookups of 10 ms: 200 ms a second is 20 of them, so the burst holds 20, and the refusal
+    // reports that rate (1,200 a minute).
+    const fresh = new UnrecognisedKeyGate(100, { maxWaitMs: 1, lookupMsPerSecond: 200 });
+    fresh.lookupTook(10);
+    assert.equal(await burst(fresh), 20);
+    assert.deepEqual(await fresh.admit('a'), { retryAfterSeconds: 1, limitPerMinute: 1200 });
+  });
+
   test('clients take turns: one client\'s queue never holds another\'s lookup back beyond one turn each', async () => {
     const gate = new UnrecognisedKeyGate(20, { maxWaitMs: 2000 });
     const order: string[] = [];

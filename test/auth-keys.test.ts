@@ -141,5 +141,14 @@ describe('security', () => {
     assert.deepEqual(parseAuthorization(`Bearer ${key}`, 'svc_live_'), { kind: 'wrong_env' });
     // The request path's hex digest is the stored hash (api_keys.key_hash) in hex.
     assert.deepEqual(parseAuthorization(`Bearer ${key}`, 'svc_test_'), { kind: 'key', hashHex: hashKey(key).toString('hex') });
+    // Other spellings of the same credential take the general path to the same answer as the
+    // canonical "Bearer <key>" (decided by one test); near misses of the canonical shape do not pass as keys.
+    const hashHex = hashKey(key).toString('hex');
+    for (const header of [`bearer ${key}`, `Bearer  ${key}`, `Bearer\t${key}`, ` Bearer ${key} `, `BEARER ${key}`]) {
+      assert.deepEqual(parseAuthorization(header, 'svc_test_'), { kind: 'key', hashHex }, JSON.stringify(header));
+    }
+    assert.deepEqual(parseAuthorization(`Bearer ${key.slice(0, -1)}-`, 'svc_test_'), { kind: 'malformed' });
+    assert.deepEqual(parseAuthorization(`Bearer ${key.slice(0, -1)}`, 'svc_test_'), { kind: 'malformed' });
+    assert.deepEqual(parseAuthorization(`Bearer ${key.replace('svc_test_', 'svc_live_')}`, 'svc_test_'), { kind: 'wrong_env' });
   });
 });

@@ -36,7 +36,7 @@ function httpResult(): BenchResult {
     benchmark: 'http',
     title: 'HTTP synthetic',
     at: '2030-01-01T00:00:00.000Z',
-    machine: { node: 'v20.99.0', cpus: 2, platform: 'linux-x64', memory_bytes: 4 * 1024 ** 3 },
+    machine: { node: 'v20.99.0', cpus: 2, platform: 'linux-x64', memory_bytes: 4 * 1024 ** 3, cpu: 'Synthetic CPU (family 1 model 2 stepping 3)' },
     load: { before: load(0.5), after: load(1.5) },
     database: { server: 'embedded', version: '18.1' },
     settings: {},
@@ -194,6 +194,8 @@ describe('benchmark report', () => {
     // Sections: the chart linked relatively, notes, and each bench that produced nothing says why.
     assert.ok(lines.includes('![Latency <synthetic> & co](benchmarks/http-latency.svg)'));
     assert.ok(lines.includes('- A note about the baseline.'));
+    // Each section names the CPU its result was measured on.
+    assert.ok(md.includes('`bench/http.ts` in 1 min 15 s on Synthetic CPU (family 1 model 2 stepping 3), 2 cores; database: embedded'), md);
     assert.ok(!md.includes('exited with code'), 'exit code 1 is explained by the FAILs');
     const clean = renderMarkdown({ ...input(), benches: [{ ...outcomes()[0]!, exitCode: 3, result: { ...httpResult(), figures: [httpResult().figures[1]!] } }] });
     assert.ok(clean.includes('The benchmark exited with code 3 although no figure failed; see its output.'));

@@ -46,10 +46,24 @@ export interface Child<P extends Message, C extends Message> {
  * Forks bench/<entry> through tsx with IPC; `stop` sends {type:'stop'} and kills it after 15 s.
  * BENCH_CHILD_NODE_ARGS adds node flags to every child (space-separated), for a look inside one:
  * `--cpu-prof --cpu-prof-dir=/tmp/prof` profiles each (node refuses --cpu-prof in NODE_OPTIONS).
+ * `wrapper` is a command line node runs under (valgrind and its options).
  */
-export function forkChild<P extends Message, C extends Message>(entry: string, args: string[], env: NodeJS.ProcessEnv): Child<P, C> {
+export function forkChild<P extends Message, C extends Message>(
+  entry: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  opts: { wrapper?: string[] } = {},
+): Child<P, C> {
   const extra = (process.env.BENCH_CHILD_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = fork(path.join(BENCH_DIR, entry), args, { execArgv: ['--import', 'tsx', ...extra], env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const nodeArgs = ['--import', 'tsx', ...extra];
+  // A wrapper (valgrind) runs node itself; the IPC channel's descriptor and variable pass through it.
+  const [wrapperBin, ...wrapperArgs] = opts.wrapper ?? [];
+  const child = fork(path.join(BENCH_DIR, entry), args, {
+    ...(wrapperBin ? { execPath: wrapperBin } : {}),
+    execArgv: wrapperBin ? [...wrapperArgs, process.execPath, ...nodeArgs] : nodeArgs,
+    env,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const next = <T extends C['type']>(type: T, timeoutMs: number) =>
     new Promise<Extract<C, { type: T }>>((resolve, reject) => {
       const timer = setTimeout(() => done(new Error(`no "${type}" message from ${entry} in ${timeoutMs} ms`)), timeoutMs);

@@ -20,9 +20,14 @@ export interface ServerChild {
 }
 
 /** Forks bench/server.ts in one mode and waits until it listens. */
-export async function startServerChild(name: string, mode: 'api' | 'bare', env: NodeJS.ProcessEnv): Promise<ServerChild> {
-  const child = forkChild<ParentMessage, ChildMessage>('server.ts', [mode], env);
-  const { url } = await child.next('ready', 60_000).catch((err: unknown) => {
+export async function startServerChild(
+  name: string,
+  mode: 'api' | 'bare',
+  env: NodeJS.ProcessEnv,
+  opts: { wrapper?: string[]; readyTimeoutMs?: number } = {},
+): Promise<ServerChild> {
+  const child = forkChild<ParentMessage, ChildMessage>('server.ts', [mode], env, opts.wrapper ? { wrapper: opts.wrapper } : {});
+  const { url } = await child.next('ready', opts.readyTimeoutMs ?? 60_000).catch((err: unknown) => {
     child.process.kill('SIGKILL');
     throw err;
   });
@@ -49,7 +54,12 @@ export async function startServerChild(name: string, mode: 'api' | 'bare', env: 
  * The real API (bench/server.ts in api mode) on a bench database: any free loopback port, no demo
  * team, the given log level; `env` adds or overrides settings (data directory, storage, ...).
  */
-export function startApiChild(databaseUrl: string, logLevel: string, env: NodeJS.ProcessEnv = {}): Promise<ServerChild> {
+export function startApiChild(
+  databaseUrl: string,
+  logLevel: string,
+  env: NodeJS.ProcessEnv = {},
+  opts: { wrapper?: string[]; readyTimeoutMs?: number } = {},
+): Promise<ServerChild> {
   return startServerChild('api', 'api', {
     ...process.env,
     DATABASE_URL: databaseUrl,
@@ -60,5 +70,5 @@ export function startApiChild(databaseUrl: string, logLevel: string, env: NodeJS
     TOOLRUN_DEMO_SEED: '0',
     TOOLRUN_DATA_DIR: path.join(os.tmpdir(), 'toolrun-bench-unused'),
     ...env,
-  });
+  }, opts);
 }

@@ -39,8 +39,29 @@ function osName(): string {
   return `${os.type()} ${os.release()}`;
 }
 
-function cpuModel(): string {
-  return os.cpus()[0]?.model.trim() || UNKNOWN;
+/**
+ * The model name, and what tells two CPUs of the same name apart (a virtual machine may report
+ * only "AMD EPYC" or "Intel Xeon Processor"): family, model and stepping, the clock, and the
+ * extensions the service's hashing leans on (SHA-256 of keys, MD5 of uploads: sha_ni, avx2).
+ */
+export function cpuModel(): string {
+  const name = os.cpus()[0]?.model.trim() || UNKNOWN;
+  let info = '';
+  try {
+    info = fs.readFileSync('/proc/cpuinfo', 'utf8').split('\n\n')[0] ?? '';
+  } catch {
+    return name;
+  }
+  const field = (key: string) => new RegExp(`^${key}\\s*:\\s*(.*)$`, 'm').exec(info)?.[1]?.trim();
+  const flags = new Set((field('flags') ?? '').split(' '));
+  const mhz = Number(field('cpu MHz'));
+  const parts = [
+    field('vendor_id'),
+    field('cpu family') !== undefined ? `family ${field('cpu family')} model ${field('model') ?? '?'} stepping ${field('stepping') ?? '?'}` : undefined,
+    Number.isFinite(mhz) && mhz > 0 ? `${(mhz / 1000).toFixed(2)} GHz` : undefined,
+    ['sha_ni', 'avx2', 'avx512f'].filter((f) => flags.has(f)).join(' ') || 'no sha_ni/avx2',
+  ].filter(Boolean);
+  return `${name} (${parts.join(', ')})`;
 }
 
 /** The server behind DATABASE_URL, else the embedded binaries' own version. */

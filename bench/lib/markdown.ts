@@ -135,7 +135,7 @@ export function benchSection(b: BenchOutcome, chartDir: string): string[] {
   }
   const r = b.result;
   lines.push(
-    `\`${b.script}\`${ran}; database: ${r.database.server}${r.database.version ? ` (PostgreSQL ${r.database.version})` : ''}; ` +
+    `\`${b.script}\`${ran} on ${r.machine.cpu}, ${r.machine.cpus} cores; database: ${r.database.server}${r.database.version ? ` (PostgreSQL ${r.database.version})` : ''}; ` +
       `load before ${r.load.before.loadavg.join(', ')}, after ${r.load.after.loadavg.join(', ')}.`,
     '',
     row(['figure', 'value', 'baseline (same run)', 'ratio', 'target', 'result']),

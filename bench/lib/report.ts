@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cpuModel } from './machine.js';
 import type { Chart } from './svg.js';
 import { machineLoad } from './upload-io.js';
 
@@ -93,8 +94,9 @@ export function loadNote(): LoadNote {
   return { loadavg, cpuPressure10s, text };
 }
 
-export function machine(): { node: string; cpus: number; platform: string; memory_bytes: number } {
-  return { node: process.version, cpus: os.availableParallelism(), platform: `${os.platform()}-${os.arch()}`, memory_bytes: os.totalmem() };
+/** The machine a result was measured on; `cpu` names the CPU (each section of the report says it). */
+export function machine(): { node: string; cpus: number; platform: string; memory_bytes: number; cpu: string } {
+  return { node: process.version, cpus: os.availableParallelism(), platform: `${os.platform()}-${os.arch()}`, memory_bytes: os.totalmem(), cpu: cpuModel() };
 }
 
 export type Comparison = '<' | '<=' | '>' | '>=';

@@ -176,7 +176,7 @@ export function readResult(file: string): { result: BenchResult } | { error: str
       benchmark: str(raw.benchmark, path.basename(file, '.json')),
       title: str(raw.title),
       at: str(raw.at),
-      machine: { node: str(m.node), cpus: num(m.cpus), platform: str(m.platform), memory_bytes: num(m.memory_bytes) },
+      machine: { node: str(m.node), cpus: num(m.cpus), platform: str(m.platform), memory_bytes: num(m.memory_bytes), cpu: str(m.cpu, 'unknown CPU (not recorded)') },
       load: { before: loadOf(load.before), after: loadOf(load.after) },
       database: { server: str(db.server, 'unknown'), version: typeof db.version === 'string' ? db.version : null },
       settings: isObject(raw.settings) ? raw.settings : {},

@@ -192,7 +192,8 @@ export function createAuthHook(
     // A flood of bad keys waits its turn, behind its own client's other lookups, instead of
     // crowding out the keys in use and other clients' new keys. Whether a request queues depends
     // on the whole key's hash only (a known prefix changes nothing), where it queues on the client.
-    if (!gate.isRecent(hex)) {
+    const gated = !gate.isRecent(hex);
+    if (gated) {
       const refused = await gate.admit(clientGroup(request.ip));
       if (refused) {
         // No key is known yet: the limit this client ran into is its share of the server's
@@ -204,34 +205,38 @@ export function createAuthHook(
       }
     }
     const hash = Buffer.from(hex, 'hex');
+    const started = gated ? performance.now() : 0;
     const a = await admit(hex, hash);
+    if (gated) gate.lookupTook(performance.now() - started);
     decide(request, reply, scope, hex, hash, a.ctx, a.allowed, a.remaining, a.bucket);
   }
 
   // A callback hook, not an async one: a key in memory with a reserved token is decided without a
   // promise (most requests), and only the rest wait for the gate or PostgreSQL. That path also
   // allocates as little as it can: the key's hash stays a hex string (no Buffer), no admission
-  // object, one clock reading.
-  return function authenticate(request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void {
-    const scope = request.routeOptions.config.scope;
-    if (!scope) return done();
-    let hex: string;
-    try {
-      hex = keyOf(request);
-      const now = Date.now();
-      const cached = gate.isRecent(hex, now) ? cache.get(hex) : null;
-      // The token is claimed synchronously, so two requests never count on the same one.
-      if (cached && reservations.spend(hex, now)) {
-        const bucket = bucketNow(cached, now);
-        const available = reservations.available(hex, now);
-        decide(request, reply, scope, hex, null, cached.ctx, true, Math.floor(bucket) + available, bucket);
-        refillAhead(hex, cached.ctx, available);
-        return done();
+  // object, one clock reading. It is a hook of each route that needs a key (routeHooks in
+  // src/service/app.ts), made for that route's scope: routes without one (and 404s) never run it,
+  // and it never reads request.routeOptions, which Fastify builds afresh on each read.
+  return function forScope(scope: Scope) {
+    return function authenticate(request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void {
+      let hex: string;
+      try {
+        hex = keyOf(request);
+        const now = Date.now();
+        const cached = gate.isRecent(hex, now) ? cache.get(hex) : null;
+        // The token is claimed synchronously, so two requests never count on the same one.
+        if (cached && reservations.spend(hex, now)) {
+          const bucket = bucketNow(cached, now);
+          const available = reservations.available(hex, now);
+          decide(request, reply, scope, hex, null, cached.ctx, true, Math.floor(bucket) + available, bucket);
+          refillAhead(hex, cached.ctx, available);
+          return done();
+        }
+      } catch (err) {
+        return done(err as Error);
       }
-    } catch (err) {
-      return done(err as Error);
-    }
-    slow(request, reply, scope, hex).then(() => done(), done);
+      slow(request, reply, scope, hex).then(() => done(), done);
+    };
   };
 }
 

@@ -146,7 +146,6 @@ function hasBody(request: FastifyRequest): boolean {
  * and a turn of the microtask queue each, which showed in the authenticated request's throughput.
  */
 export function applyRequestLimits(app: FastifyInstance, t: HttpTimeoutsConfig): void {
-  const bodies = new WeakMap<FastifyRequest, Readable>();
   app.addHook('onRequest', (request, _reply, done) => {
     // RFC 9112: an HTTP/1.1 request without Host is refused with 400.
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
@@ -164,7 +163,10 @@ export function applyRequestLimits(app: FastifyInstance, t: HttpTimeoutsConfig):
       return done(new ApiError('unsupported_media_type', `Request bodies are not accepted compressed (Content-Encoding: ${coding}); send the JSON as it is.`));
     }
     const body = boundedBody(request.raw, { totalMs: t.requestMs - reply.elapsedTime, idleMs: null });
-    bodies.set(request, body);
+    // A body nobody read (refused after preParsing, say 415 for its Content-Type) would otherwise
+    // keep its stream and deadline timer for requestMs after the answer (found by the fuzzer).
+    // A listener of this response only: an onResponse hook made Fastify listen on every one.
+    reply.raw.once('close', () => body.destroy());
     done(null, body);
   });
   // Answered before the whole request arrived (refused early, or timed out): whatever the client
@@ -176,16 +178,12 @@ export function applyRequestLimits(app: FastifyInstance, t: HttpTimeoutsConfig):
       reply.header('Connection', 'close');
       const socket = request.raw.socket;
       socket.destroySoon = () => lingeringClose(socket);
+      // In case Node closed another way: lingeringClose does nothing to a socket it already has.
+      reply.raw.once('close', () => {
+        if (answeredEarly(request)) lingeringClose(socket);
+      });
     }
     done(null, payload);
-  });
-  app.addHook('onResponse', (request, _reply, done) => {
-    // A body nobody read (refused after preParsing, say 415 for its Content-Type) would otherwise
-    // keep its stream and deadline timer for requestMs after the answer (found by the fuzzer).
-    bodies.get(request)?.destroy();
-    // In case Node closed another way: lingeringClose does nothing to a socket it already has.
-    if (answeredEarly(request)) lingeringClose(request.raw.socket);
-    done();
   });
 }
 

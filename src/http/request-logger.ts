@@ -73,11 +73,13 @@ export class RequestLogger implements FastifyBaseLogger {
 
 /**
  * Fastify's childLoggerFactory: lazy request loggers under the app's logger (`logger`, which
- * Fastify made as a pino child of ours with its own serializers). A route with its own log level
- * or serializers (none today), or a logger that is not pino, gets the eager child, as by default.
+ * Fastify made as a pino child of ours with its own serializers), or under `parent` when Fastify
+ * was given no logger (see buildApp: below info it gets none). A route with its own log level or
+ * serializers (none today), or a logger that is not pino, gets the eager child, as by default.
  */
-export function lazyRequestLoggers() {
-  return function childLoggerFactory(logger: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions): FastifyBaseLogger {
+export function lazyRequestLoggers(parent?: FastifyBaseLogger & Parent) {
+  return function childLoggerFactory(given: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions): FastifyBaseLogger {
+    const logger = parent ?? given;
     const ownLevel = opts.level !== undefined && opts.level !== logger.level;
     if (ownLevel || opts.serializers !== undefined || !isPino(logger)) return logger.child(bindings, opts);
     return new RequestLogger(logger, bindings);

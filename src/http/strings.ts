@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { invalidRequest, type FieldError, type Loc } from '../core/errors.js';
 import { endAtFields, fieldErrors } from '../core/validation.js';
 
@@ -82,60 +82,80 @@ function merged(first: FieldError[], then: FieldError[]): FieldError[] {
   return [...first, ...then.filter((e) => !named.has(JSON.stringify(e.loc)))];
 }
 
+type Done = (err?: Error) => void;
+type Hook = (request: FastifyRequest, reply: FastifyReply, done: Done) => void;
+
+/** A route's character checks, each present only when its schema declares what it checks. */
+export interface StringHooks {
+  onRequest?: Hook;
+  preValidation?: Hook;
+  preHandler?: Hook;
+}
+
+/** What the route's schema declares, as Fastify hands it to onRoute. */
+export interface DeclaredInput {
+  params?: unknown;
+  querystring?: unknown;
+  headers?: unknown;
+  body?: unknown;
+}
+
 export interface StringChecks {
   /** The character problems of this request's body and headers, then the schema's (for the error handler). */
   withSchemaErrors(request: FastifyRequest, schemaErrors: FieldError[]): FieldError[];
+  /** The hooks a route with this schema needs (none when it declares no input). */
+  routeHooks(schema: DeclaredInput | undefined): StringHooks;
 }
 
 /**
  * Every string an operation takes in (what its schema declares: path parameters, query, body
  * values and keys at any depth, headers) is checked here, once, before any handler runs, so no
- * service code or storage ever sees one it cannot keep. Hooks:
+ * service code or storage ever sees one it cannot keep. Hooks of the routes that declare such
+ * input (routeHooks, put on each route as it is added):
  * - onRequest, after authentication: path and query (they name what is asked for, so a route's
  *   own early checks, like the tool lookup before the body is read, only see clean ones);
  * - preValidation: body and declared headers; their problems are reported together with the
  *   schema's (in the error handler when the schema fails, in preHandler when it passes or the
  *   route attaches its verdict for itself).
- * Routes that declare no such input (the signed storage URLs, bodies of bodiless operations)
- * are not judged on it: nothing reads it.
+ * Routes that declare no such input (GET /v1/me, /healthz, the signed storage URLs, bodies of
+ * bodiless operations) get no hook at all: app-wide hooks ran on every request and read
+ * request.routeOptions, which Fastify builds afresh on each read (issue 29).
  */
-export function registerStringChecks(app: FastifyInstance): StringChecks {
+export function registerStringChecks(): StringChecks {
   const found = new WeakMap<FastifyRequest, FieldError[]>();
-
-  // Plain callbacks, not async: they run on every request (see applyRequestLimits).
-  // Both hooks leave before allocating anything when the route declares nothing they check
-  // (GET /v1/me, /healthz).
-  app.addHook('onRequest', (request, _reply, done) => {
-    if (request.is404) return done();
-    const schema = request.routeOptions.schema;
-    if (!schema?.params && !schema?.querystring) return done();
-    const errors: FieldError[] = [];
-    if (schema.params) characterErrors(request.params, ['path'], errors);
-    if (schema.querystring) characterErrors(request.query, ['query'], errors);
-    done(errors.length ? invalidRequest(endAtFields(errors)) : undefined);
-  });
-
-  app.addHook('preValidation', (request, _reply, done) => {
-    if (request.is404) return done();
-    const schema = request.routeOptions.schema;
-    if (!schema?.headers && !schema?.body) return done();
-    const errors = headerErrors(request, declaredProperties(schema.headers));
-    if (schema.body && request.body !== undefined) characterErrors(request.body, ['body'], errors);
-    // An item of a list is reported on the list, as the schema's own errors are.
-    if (errors.length) found.set(request, endAtFields(errors));
-    done();
-  });
-
-  app.addHook('preHandler', (request, _reply, done) => {
-    const errors = found.get(request);
-    if (!errors) return done();
-    // A route that attaches the schema's verdict (estimate, start) would report it later; the
-    // character problems come first, so report both here.
-    const attached = request.validationError;
-    done(invalidRequest(merged(errors, attached ? fieldErrors(attached.validation, attached.validationContext ?? 'body') : [])));
-  });
-
   return {
     withSchemaErrors: (request, schemaErrors) => merged(found.get(request) ?? [], schemaErrors),
+    routeHooks(schema) {
+      const hooks: StringHooks = {};
+      if (!schema) return hooks;
+      const { params, querystring, headers, body } = schema;
+      if (params || querystring) {
+        hooks.onRequest = (request, _reply, done) => {
+          const errors: FieldError[] = [];
+          if (params) characterErrors(request.params, ['path'], errors);
+          if (querystring) characterErrors(request.query, ['query'], errors);
+          done(errors.length ? invalidRequest(endAtFields(errors)) : undefined);
+        };
+      }
+      if (headers || body) {
+        const declared = declaredProperties(headers);
+        hooks.preValidation = (request, _reply, done) => {
+          const errors = headerErrors(request, declared);
+          if (body && request.body !== undefined) characterErrors(request.body, ['body'], errors);
+          // An item of a list is reported on the list, as the schema's own errors are.
+          if (errors.length) found.set(request, endAtFields(errors));
+          done();
+        };
+        hooks.preHandler = (request, _reply, done) => {
+          const errors = found.get(request);
+          if (!errors) return done();
+          // A route that attaches the schema's verdict (estimate, start) would report it later; the
+          // character problems come first, so report both here.
+          const attached = request.validationError;
+          done(invalidRequest(merged(errors, attached ? fieldErrors(attached.validation, attached.validationContext ?? 'body') : [])));
+        };
+      }
+      return hooks;
+    },
   };
 }
