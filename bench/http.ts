@@ -1,13 +1,17 @@
 /**
- * `npm run bench:http`: throughput of the authenticated GET /v1/me against a bare Fastify route
- * answering the same JSON, and the API server's idle RSS (issue 2, "Benchmarks"). Not a test.
+ * `npm run bench:http`: the authenticated GET /v1/me against a bare Fastify route answering the
+ * same JSON (issue 2), what each costs per request (issue 29: CPU time from /proc, the target;
+ * instructions under callgrind, bench/lib/http-instructions.ts), throughput and latency, and the
+ * API server's idle RSS. Not a test.
  *
  * Both servers run as child processes (bench/server.ts); autocannon runs here. Targets are
  * interleaved round by round and medians are reported, because the machine is small and noisy.
  *
  * Environment: DATABASE_URL (else an embedded PostgreSQL in a temp dir), BENCH_DURATION (s, 10),
  * BENCH_WARMUP (s, 3), BENCH_ROUNDS (3), BENCH_CONNECTIONS (50), BENCH_PIPELINING (1),
- * BENCH_LOG_LEVEL (the API's LOG_LEVEL, warn), BENCH_PROBE=0 to skip the SQL-only diagnostic.
+ * BENCH_LOG_LEVEL (the API's LOG_LEVEL, warn), BENCH_PROBE=0 to skip the SQL-only diagnostic,
+ * BENCH_CALLGRIND=0 to skip the instruction counts, BENCH_CG_WARMUP (20000), BENCH_CG_WINDOWS (5),
+ * BENCH_CG_REQUESTS (2000).
  */
 import fs from 'node:fs';
 import autocannon from 'autocannon';

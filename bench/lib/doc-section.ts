@@ -1,11 +1,13 @@
 /**
  * Writes one benchmark's section into docs/benchmarks.md without regenerating the page: the part
  * from its anchor (`<a id="bench-<name>">`) up to the next benchmark's anchor is replaced, or the
- * section is appended when the page has none yet. `npm run bench` rewrites the whole page from
+ * section is appended when the page has none yet; its charts are written beside the page. `npm run bench` rewrites the whole page from
  * every result, this one included (bench/lib/suite.ts lists it).
  */
 import fs from 'node:fs';
-import { benchSection } from './markdown.js';
+import path from 'node:path';
+import { benchSection, chartFile } from './markdown.js';
+import { renderChart } from './svg.js';
 import type { BenchResult } from './report.js';
 
 export function writeSection(markdownPath: string, name: string, title: string, result: BenchResult, script: string, seconds: number | null = null): void {
@@ -13,7 +15,11 @@ export function writeSection(markdownPath: string, name: string, title: string, 
     .join('\n')
     .replace(/\n{3,}/g, '\n\n')
     .trimEnd();
-  const page = fs.existsSync(markdownPath) ? fs.readFileSync(markdownPath, 'utf8') : '# Benchmarks\n';
+  // Its charts too, beside the page where the section links them.
+  const chartDir = path.join(path.dirname(markdownPath), 'benchmarks');
+  fs.mkdirSync(chartDir, { recursive: true });
+  for (const c of result.charts) fs.writeFileSync(path.join(chartDir, chartFile(result.benchmark, c)), renderChart(c));
+  const page = withSummaryRow(fs.existsSync(markdownPath) ? fs.readFileSync(markdownPath, 'utf8') : '# Benchmarks\n', name, result);
   const start = page.indexOf(`<a id="bench-${name}"></a>`);
   if (start < 0) {
     fs.writeFileSync(markdownPath, `${page.trimEnd()}\n\n${section}\n`);
@@ -22,4 +28,28 @@ export function writeSection(markdownPath: string, name: string, title: string, 
   const next = page.indexOf('<a id="bench-', start + 1);
   const rest = next < 0 ? '' : `\n\n${page.slice(next)}`;
   fs.writeFileSync(markdownPath, `${page.slice(0, start)}${section}${rest.trimEnd()}\n`);
+}
+
+/**
+ * The summary table's row of this benchmark, and the PASS/FAIL total under the table, as they now
+ * are: the row says the section was run alone, and when.
+ */
+function withSummaryRow(page: string, name: string, result: BenchResult): string {
+  const figures = result.figures;
+  const passed = figures.filter((f) => f.pass === true).length;
+  const failed = figures.filter((f) => f.pass === false).length;
+  const link = `| [${name}](#bench-${name}) |`;
+  const lines = page.split('\n').map((l) =>
+    l.startsWith(link) ? `${link} ran alone, ${result.at.slice(0, 10)} | ${figures.length} | ${passed} | ${failed} | - |` : l,
+  );
+  let pass = 0;
+  let fail = 0;
+  for (const l of lines) {
+    const cells = /^\| \[[^\]]+\]\(#bench-[^)]+\) \|[^|]*\| (\d+) \| (\d+) \| (\d+) \|/.exec(l);
+    if (cells) {
+      pass += Number(cells[2]);
+      fail += Number(cells[3]);
+    }
+  }
+  return lines.map((l) => l.replace(/^\d+ figures PASS, \d+ FAIL/, `${pass} figures PASS, ${fail} FAIL`)).join('\n');
 }
