@@ -17,7 +17,7 @@ import { waitFor } from './helpers/worker.js';
 
 describe('UnrecognisedKeyGate', { timeout: 30_000 }, () => {
   test('a burst of one second goes at once; beyond it, lookups queue, and are refused past the longest wait', async () => {
-    const gate = new UnrecognisedKeyGate(2, { maxWaitMs: 1400 });
+    const gate = new UnrecognisedKeyGate(2, { maxWaitMs: 1400, maxInFlight: Infinity });
     // At 2 a second with a one-second burst, two lookups at the same instant go at once.
     assert.deepEqual([await gate.admit('a'), await gate.admit('a')], [null, null]);
     // The next two queue (their turns come within a second); the fifth's (1.5 s) would not: refused at once,
@@ -29,28 +29,26 @@ describe('UnrecognisedKeyGate', { timeout: 30_000 }, () => {
     assert.deepEqual(gate.queued, { lookups: 0, clients: 0 });
   });
 
-  test('slow lookups get fewer turns: at most lookupMsPerSecond of lookup time a second', async () => {
-    // Lookups it lets through at once out of 150 asked for together (the rest would wait: refused).
-    const burst = async (gate: UnrecognisedKeyGate) => {
-      let through = 0;
-      for (let i = 0; i < 150; i++) if ((await gate.admit('a')) === null) through++;
-      return through;
-    };
-    // Fast lookups (1 ms each: 100 a second is 100 ms of the budget): the whole burst of one
-    // second's worth goes.
-    const gate = new UnrecognisedKeyGate(100, { maxWaitMs: 1, lookupMsPerSecond: 200 });
-    gate.lookupTook(1);
-    assert.equal(await burst(gate), 100);
-    // Lookups of 10 ms: 200 ms a second is 20 of them, so the burst holds 20, and the refusal
-    // reports that rate (1,200 a minute).
-    const fresh = new UnrecognisedKeyGate(100, { maxWaitMs: 1, lookupMsPerSecond: 200 });
-    fresh.lookupTook(10);
-    assert.equal(await burst(fresh), 20);
-    assert.deepEqual(await fresh.admit('a'), { retryAfterSeconds: 1, limitPerMinute: 1200 });
+  test('at most maxInFlight lookups at once: the next one goes when one has its answer', async () => {
+    const gate = new UnrecognisedKeyGate(100, { maxWaitMs: 1000, maxInFlight: 2 });
+    assert.deepEqual([await gate.admit('a'), await gate.admit('b')], [null, null]);
+    // The rate would allow a third at once; two are in flight, so it waits (and so does a fourth).
+    let third: unknown = 'waiting';
+    const turn = gate.admit('c').then((r) => (third = r));
+    const fourth = gate.admit('d');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(third, 'waiting');
+    assert.deepEqual(gate.queued, { lookups: 2, clients: 2 });
+    gate.lookupDone();
+    await turn;
+    assert.equal(third, null);
+    assert.deepEqual(gate.queued, { lookups: 1, clients: 1 });
+    // One still waiting past the longest wait (nothing finished meanwhile) is refused then.
+    assert.deepEqual(await fourth, { retryAfterSeconds: 1, limitPerMinute: 6000 });
   });
 
   test('clients take turns: one client\'s queue never holds another\'s lookup back beyond one turn each', async () => {
-    const gate = new UnrecognisedKeyGate(20, { maxWaitMs: 2000 });
+    const gate = new UnrecognisedKeyGate(20, { maxWaitMs: 2000, maxInFlight: Infinity });
     const order: string[] = [];
     const admit = (client: string) => gate.admit(client).then((r) => (r ? 'refused' : order.push(client)));
     // The flood takes the burst and fills its own queue (up to two seconds of the whole rate).
@@ -70,7 +68,7 @@ describe('UnrecognisedKeyGate', { timeout: 30_000 }, () => {
   });
 
   test('a lookup still waiting after the longest wait (another client came to share) is refused then', async () => {
-    const gate = new UnrecognisedKeyGate(1, { maxWaitMs: 2500 });
+    const gate = new UnrecognisedKeyGate(1, { maxWaitMs: 2500, maxInFlight: Infinity });
     assert.equal(await gate.admit('a'), null);
     // Alone, a's next two lookups are one and two turns away: within 2.5 s, so they queue.
     const a1 = gate.admit('a');

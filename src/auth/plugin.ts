@@ -205,9 +205,12 @@ export function createAuthHook(
       }
     }
     const hash = Buffer.from(hex, 'hex');
-    const started = gated ? performance.now() : 0;
-    const a = await admit(hex, hash);
-    if (gated) gate.lookupTook(performance.now() - started);
+    let a: Admission;
+    try {
+      a = await admit(hex, hash);
+    } finally {
+      if (gated) gate.lookupDone();
+    }
     decide(request, reply, scope, hex, hash, a.ctx, a.allowed, a.remaining, a.bucket);
   }
 

@@ -15,8 +15,8 @@ interface Waiter {
  * Keeps a flood of bad API keys from crowding out the keys in use, and one client's flood from
  * crowding out another's first requests. Every request still authenticates in PostgreSQL; this
  * only decides how fast lookups of keys this process has not seen authenticate recently may go:
- * at most `perSecond` a second in all (with a burst of one second's worth), and fewer when lookups
- * are slow (see lookupTook). Beyond that they wait,
+ * at most `perSecond` a second in all (with a burst of one second's worth), and at most
+ * maxInFlight at once (see lookupDone). Beyond that they wait,
  * in one queue per client, and the queues are served in turn (round robin), so each client with
  * lookups waiting gets an equal share whatever the others send. A lookup whose turn would come
  * later than `maxWaitMs` is refused at once (429); one still waiting after maxWaitMs (more clients
@@ -39,12 +39,12 @@ export class UnrecognisedKeyGate {
   private waiters = 0;
   private timer: NodeJS.Timeout | null = null;
   private nextExpiry = 0;
-  /** How long a lookup let through takes, ms (moving average; 0 until one is reported). */
-  private lookupMs = 0;
+  /** Lookups let through whose answer has not come yet (lookupDone). */
+  private inFlight = 0;
 
   constructor(
     readonly perSecond: number,
-    private readonly opts: { maxWaitMs?: number; recentMs?: number; maxRecent?: number; lookupMsPerSecond?: number } = {},
+    private readonly opts: { maxWaitMs?: number; recentMs?: number; maxRecent?: number; maxInFlight?: number } = {},
   ) {
     this.capacity = Math.max(1, perSecond);
     this.tokens = this.capacity;
@@ -85,21 +85,18 @@ export class UnrecognisedKeyGate {
   }
 
   /**
-   * How long a lookup let through took, from its turn to PostgreSQL's answer (its queue for a
-   * pooled connection included). The gate spends at most lookupMsPerSecond (200) of such time a
-   * second: where lookups are slow (a slower CPU, a busy database) fewer go, so the keys in use
-   * keep their share of the machine and of the pool; where they are fast, `perSecond` bounds them.
+   * A lookup let through has its answer (or failed): its place among the lookups in flight is
+   * free. At most maxInFlight (4) are in flight at once, whatever the rate allows: where lookups
+   * are slow (a slower CPU, a busy database) fewer go, and they never hold more than that many of
+   * the pool's connections, which the keys in use need for their token takes.
    */
-  lookupTook(ms: number): void {
-    if (!(ms >= 0)) return;
-    this.lookupMs = this.lookupMs === 0 ? ms : this.lookupMs * 0.9 + ms * 0.1;
+  lookupDone(): void {
+    this.inFlight = Math.max(0, this.inFlight - 1);
+    if (this.waiters > 0) this.release();
   }
 
-  /** Tokens one lookup takes now: 1, or more when lookups take longer than the time budget allows. */
-  private get cost(): number {
-    const budget = this.opts.lookupMsPerSecond ?? 200;
-    if (budget <= 0 || this.lookupMs === 0) return 1;
-    return Math.min(this.capacity, Math.max(1, (this.lookupMs * this.perSecond) / budget));
+  private get maxInFlight(): number {
+    return this.opts.maxInFlight ?? 4;
   }
 
   /**
@@ -109,9 +106,9 @@ export class UnrecognisedKeyGate {
   async admit(client: string): Promise<GateRefusal | null> {
     if (this.perSecond === 0) return null;
     this.refill();
-    const cost = this.cost;
-    if (this.waiters === 0 && this.tokens >= cost) {
-      this.tokens -= cost;
+    if (this.waiters === 0 && this.tokens >= 1 && this.inFlight < this.maxInFlight) {
+      this.tokens -= 1;
+      this.inFlight += 1;
       return null;
     }
     const queue = this.waiting.get(client);
@@ -119,7 +116,7 @@ export class UnrecognisedKeyGate {
     // Each round serves one lookup of every client that has one waiting, so this one's turn comes
     // within (its place in its own queue) rounds of at most `clients` lookups each.
     const turns = ((queue?.length ?? 0) + 1) * clients;
-    const waitMs = ((turns * cost - this.tokens) * 1000) / this.perSecond;
+    const waitMs = ((turns - this.tokens) * 1000) / this.perSecond;
     if (waitMs > this.maxWaitMs) return this.refusal(waitMs, clients);
     const turn = new Promise<GateRefusal | null>((done) => {
       const waiter: Waiter = { deadline: Date.now() + this.maxWaitMs, done };
@@ -142,7 +139,7 @@ export class UnrecognisedKeyGate {
   private refusal(waitMs: number, clients: number): GateRefusal {
     return {
       retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)),
-      limitPerMinute: Math.max(1, Math.floor((this.perSecond * 60) / this.cost / clients)),
+      limitPerMinute: Math.max(1, Math.floor((this.perSecond * 60) / clients)),
     };
   }
 
@@ -156,8 +153,7 @@ export class UnrecognisedKeyGate {
     const now = Date.now();
     this.refill(now);
     this.expire(now);
-    const cost = this.cost;
-    while (this.tokens >= cost) {
+    while (this.tokens >= 1 && this.inFlight < this.maxInFlight) {
       const next = this.waiting.entries().next();
       if (next.done) break;
       const [client, queue] = next.value;
@@ -167,13 +163,16 @@ export class UnrecognisedKeyGate {
       if (queue.length > 0) this.waiting.set(client, queue);
       if (!waiter) continue;
       this.waiters -= 1;
-      this.tokens -= cost;
+      this.tokens -= 1;
+      this.inFlight += 1;
       waiter.done(null);
     }
+    // With lookups in flight at the most, lookupDone releases the next; the timer still refuses
+    // lookups that waited too long.
     if (this.waiters > 0 && !this.timer) {
       // Due when the next token is, or sooner at low rates: a lookup that waited too long is told
       // so within a tenth of maxWaitMs, not when a token comes.
-      const dueMs = Math.max(1, Math.min(this.expiryEveryMs, Math.ceil(((cost - this.tokens) * 1000) / this.perSecond)));
+      const dueMs = Math.max(1, Math.min(this.expiryEveryMs, Math.ceil(((1 - this.tokens) * 1000) / this.perSecond)));
       this.timer = setTimeout(() => {
         this.timer = null;
         this.release();

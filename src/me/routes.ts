@@ -50,8 +50,7 @@ export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Ref('Me', { description: "The key's team, with its plan and available Sparks, and the key itself" }), ...errorResponses(...AUTH_ERRORS) },
       },
     },
-    // Not async: a value returned at once is sent without a promise's turn (issue 29).
-    (request) => {
+    async (request) => {
       const auth = requireAuth(request);
       const me: Me = {
         object: 'me',
