@@ -4,7 +4,7 @@
  */
 import http from 'node:http';
 import type { ServerChild } from './children.js';
-import { inFlight, procCpuSeconds, putPart, sampleRss, type SyntheticFile } from './upload-io.js';
+import { cpuSplitDelta, inFlight, procCpuSeconds, procCpuSplit, putPart, sampleRss, type CpuSplit, type SyntheticFile } from './upload-io.js';
 
 export interface UploadRun {
   round: number;
@@ -15,12 +15,16 @@ export interface UploadRun {
   serverCpuPutS: number;
   serverCpuCompleteS: number;
   clientCpuPutS: number;
+  /** The server's CPU seconds from the first PUT to the complete response: user/system, and its main thread's share. */
+  serverCpu: CpuSplit;
   rssBeforeBytes: number;
   rssPeakBytes: number;
   rssGrowthBytes: number;
   rssSamples: number;
   /** Each part PUT, request start to response end (with others in flight meanwhile). */
   partMs: number[];
+  /** The ETags the part PUTs answered, by part number, as given (quoted). */
+  etags: string[];
 }
 
 async function api<T>(url: string, key: string, body: unknown, expect: number): Promise<T> {
@@ -60,6 +64,7 @@ export async function uploadOnce(
     if (up.part_size_bytes !== data.partBytes || up.parts.length !== data.partCount) {
       throw new Error(`the API chose ${up.parts.length} parts of ${up.part_size_bytes} bytes; expected ${data.partCount} of ${data.partBytes}`);
     }
+    const split0 = procCpuSplit(child.pid);
     const cpu0 = { server: procCpuSeconds(child.pid), client: procCpuSeconds(process.pid) };
     const t0 = performance.now();
     const partMs: number[] = [];
@@ -80,6 +85,7 @@ export async function uploadOnce(
       200,
     );
     const t2 = performance.now();
+    const serverCpu = cpuSplitDelta(split0, procCpuSplit(child.pid));
     const trace = rss.stop();
     return {
       round,
@@ -90,11 +96,13 @@ export async function uploadOnce(
       serverCpuPutS: cpu1.server - cpu0.server,
       serverCpuCompleteS: procCpuSeconds(child.pid) - cpu1.server,
       clientCpuPutS: cpu1.client - cpu0.client,
+      serverCpu,
       rssBeforeBytes: trace.before,
       rssPeakBytes: trace.peak,
       rssGrowthBytes: trace.peak - trace.before,
       rssSamples: trace.samples,
       partMs,
+      etags,
     };
   } finally {
     rss.stop();

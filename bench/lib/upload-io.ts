@@ -1,7 +1,8 @@
 /**
  * Helpers for bench/upload.ts: the synthetic file (one random part buffer reused, with a small
- * header per part so no two parts are equal), the part PUT client, the plain-stream baseline, an
- * RSS sampler reading /proc, and two diagnostics (MD5 alone, stream concatenation alone).
+ * header per part so no two parts are equal), the part PUT client, the baseline (write plus each
+ * part's MD5), the bare plain-stream write, an RSS sampler and CPU counters reading /proc, and the
+ * diagnostics (MD5 alone, file copies).
  */
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -96,7 +97,8 @@ export async function timed(fn: () => unknown): Promise<Timing> {
 }
 
 /**
- * The baseline: the same part buffers, in order, through one fs.createWriteStream, to 'close'.
+ * The bare write (a diagnostic beside the baseline, writeWithMd5): the same part buffers, in
+ * order, through one fs.createWriteStream, to 'close'.
  * partMs: how long each part took to hand over (its writes, and waiting for 'drain' when the
  * stream pushed back), the per-part distribution the report sets beside the upload's part PUTs.
  */
@@ -117,17 +119,132 @@ export async function plainWrite(file: string, data: SyntheticFile, round: numbe
   return { ...t, partMs };
 }
 
+/** The bytes the baseline writes and hashes at a time: the service's write batch (part-stream.ts). */
+const BASELINE_SLICE = 1024 * 1024;
+
+/** `chunks` cut into runs of at most `size` bytes (views, no copies), in order. */
+function slices(chunks: Buffer[], size: number): Buffer[][] {
+  const out: Buffer[][] = [];
+  let run: Buffer[] = [];
+  let room = size;
+  for (const c of chunks) {
+    for (let o = 0; o < c.length; ) {
+      const piece = c.subarray(o, o + room);
+      run.push(piece);
+      o += piece.length;
+      room -= piece.length;
+      if (room === 0) {
+        out.push(run);
+        run = [];
+        room = size;
+      }
+    }
+  }
+  if (run.length) out.push(run);
+  return out;
+}
+
+/**
+ * The baseline the upload is held to: the work it cannot avoid. The same part buffers, in order,
+ * written to one file, and each part's MD5 (the ETag a part PUT answers with) taken while the
+ * bytes are written: each 1 MiB slice's write(2) is handed to libuv's threadpool, then this thread
+ * hashes the slice; once more than `writesInFlight` writes are under way the oldest is awaited
+ * (1: each write is awaited before the next slice). With writesInFlight set to the upload's parts
+ * in flight this is the parallelism the service has: one write under way per part being
+ * received, on the threadpool, in 1 MiB batches, and one worker thread hashing them. The same
+ * unit keeps the bytes in cache between the two passes. No network, no read-back. Returns each
+ * part's bare hex MD5, which must equal the upload's ETags for that round.
+ */
+export async function writeWithMd5(
+  file: string,
+  data: SyntheticFile,
+  round: number,
+  writesInFlight = 1,
+): Promise<Timing & { partMs: number[]; md5s: string[] }> {
+  const partMs: number[] = [];
+  const md5s: string[] = [];
+  const t = await timed(async () => {
+    const handle = await fs.open(file, 'w');
+    const writing: Promise<void>[] = [];
+    try {
+      let position = 0;
+      for (let n = 1; n <= data.partCount; n++) {
+        const t0 = performance.now();
+        const md5 = createHash('md5');
+        for (const run of slices(data.part(n, round), BASELINE_SLICE)) {
+          const write = writeFully(handle, run, position);
+          // Awaited below; until then a failure must not go unhandled.
+          write.catch(() => undefined);
+          writing.push(write);
+          for (const piece of run) md5.update(piece);
+          // The oldest writes are awaited once more than writesInFlight are under way.
+          while (writing.length > writesInFlight - 1) await writing.shift();
+          position += byteLength(run);
+        }
+        md5s.push(md5.digest('hex'));
+        partMs.push(performance.now() - t0);
+      }
+      await Promise.all(writing);
+    } finally {
+      await Promise.allSettled(writing);
+      await handle.close();
+    }
+  });
+  return { ...t, partMs, md5s };
+}
+
+/** writev(2) of every byte of `chunks` at `position`, carrying on after a short write. */
+async function writeFully(handle: fs.FileHandle, chunks: Buffer[], position: number): Promise<void> {
+  let rest = chunks;
+  for (let at = position; rest.length; ) {
+    const { bytesWritten } = await handle.writev(rest, at);
+    if (bytesWritten === 0) throw new Error('the file system accepted no bytes');
+    at += bytesWritten;
+    let skip = bytesWritten;
+    const next: Buffer[] = [];
+    for (const b of rest) {
+      if (skip >= b.length) skip -= b.length;
+      else {
+        next.push(skip ? b.subarray(skip) : b);
+        skip = 0;
+      }
+    }
+    rest = next;
+  }
+}
+
 /** Flushes dirty pages so that every timed phase starts with the same writeback state. */
 export function syncDisks(): void {
   execFileSync('sync');
 }
 
+/** User and system CPU seconds from a /proc stat file (USER_HZ is 100 on Linux). */
+function statCpu(file: string): { user: number; sys: number } {
+  const stat = readFileSync(file, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { user: Number(fields[11]) / 100, sys: Number(fields[12]) / 100 };
+}
+
 /** CPU seconds (user + system, all threads) a process has used: /proc/<pid>/stat utime + stime. */
 export function procCpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
+  const { user, sys } = statCpu(`/proc/${pid}/stat`);
+  return user + sys;
 }
+
+/** A process's CPU seconds split: user and system, and what its main (event loop) thread took. */
+export interface CpuSplit {
+  user: number;
+  sys: number;
+  main: number;
+}
+
+export function procCpuSplit(pid: number): CpuSplit {
+  const all = statCpu(`/proc/${pid}/stat`);
+  const main = statCpu(`/proc/${pid}/task/${pid}/stat`);
+  return { user: all.user, sys: all.sys, main: main.user + main.sys };
+}
+
+export const cpuSplitDelta = (a: CpuSplit, b: CpuSplit): CpuSplit => ({ user: b.user - a.user, sys: b.sys - a.sys, main: b.main - a.main });
 
 export function procRssBytes(pid: number): number | null {
   try {
