@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../../src/config/config.js';
 import type { MediaBinaries } from '../../src/media/binaries.js';
-import { imageHeader, probeLocalFile } from '../../src/media/probe.js';
+import { imageHeader, probeLocalFile, videoHeader } from '../../src/media/probe.js';
 import { sha256File } from '../../src/runs/outputs.js';
 import { MEDIA_KINDS, type InputFile, type MediaInfo, type RunContext, type ToolManifest, type ToolOutput } from '../../src/tools/manifest.js';
 import { builtinTools, createToolRegistry, type ToolRegistry } from '../../src/tools/registry.js';
@@ -94,8 +94,9 @@ export interface DirectResult {
 
 /**
  * What storeOutputs does to an output on local storage: check it (JSON parsed; an image its
- * encoder vouched for (ToolOutput.encoded) by its type and header, others decoded by sharp;
- * audio/video ffprobe, one decoded frame, the packets measured), sha256 it unless the encoder
+ * encoder vouched for (ToolOutput.encoded) by its type and header, others decoded by sharp; a
+ * video its encoder vouched for (encodedVideo) by one header-only ffprobe; other audio/video
+ * ffprobe, one decoded frame, the packets measured), sha256 it unless the encoder
  * gave the checksum (storeOutputs does both at once; here each is timed alone), move it into
  * storage.
  */
@@ -105,6 +106,7 @@ async function engineSteps(outputs: ToolOutput[], media: MediaBinaries): Promise
     let t0 = performance.now();
     if (o.mimeType === 'application/json') JSON.parse(await fs.readFile(o.path, 'utf8'));
     else if (o.encoded) await imageHeader(o.path);
+    else if (o.encodedVideo) await videoHeader(o.path, media);
     else await probeLocalFile(o.path, media);
     steps.probeMs += performance.now() - t0;
     t0 = performance.now();

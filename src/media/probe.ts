@@ -310,6 +310,61 @@ export async function imageHeader(path: string): Promise<{ mime: string | null; 
   return { mime: type?.mime ?? null, width: meta?.width ?? null, height: meta?.height ?? null };
 }
 
+/** A video file's container and stream header, read by one ffprobe without decoding a frame. */
+export interface VideoHeader {
+  /** Type sniffed from the first bytes. */
+  mime: string | null;
+  width: number | null;
+  height: number | null;
+  codec: string | null;
+  /** The video stream's declared length (the container's when the stream has none). */
+  videoSeconds: number | null;
+  /** The longest declared length, container or video stream: what is recorded for the output. */
+  seconds: number | null;
+  /** The video stream's frame count from its index (MP4's sample table); null when not declared. */
+  frames: number | null;
+  /** Why the file is not usable, from the header alone, when it is not. */
+  problem: string | null;
+}
+
+/**
+ * For a tool's own video output (ToolOutput.encodedVideo): type, frame size, codec, declared length
+ * and frame count. `-nofind_stream_info`: the demuxer's stream analysis would decode frames, and
+ * everything needed here is in the container's header (MP4's moov). The cheap refusals of
+ * probeAudioVideo stay: not readable, no video stream, a frame over the limit, more frames than
+ * the length allows, no length at all.
+ */
+export async function videoHeader(path: string, bins: MediaBinaries, limits: ProbeLimits = OUTPUT_PROBE_LIMITS): Promise<VideoHeader> {
+  const sniffing = fileTypeFromFile(path).catch(() => undefined);
+  const none: VideoHeader = { mime: null, width: null, height: null, codec: null, videoSeconds: null, seconds: null, frames: null, problem: null };
+  let info: { streams?: (FfprobeStream & { nb_frames?: string })[]; format?: { duration?: string } };
+  try {
+    const args = ['-v', 'error', '-protocol_whitelist', 'file', '-nofind_stream_info', '-print_format', 'json', '-show_format', '-show_streams', path];
+    info = JSON.parse((await run(bins.ffprobe, args, limits.timeoutMs)).stdout) as typeof info;
+  } catch {
+    info = {};
+  }
+  const mime = (await sniffing)?.mime ?? null;
+  if (!info.streams) return { ...none, mime, problem: 'not a readable audio or video file' };
+  const video = info.streams.find((s) => s.codec_type === 'video' && !s.disposition?.attached_pic);
+  if (!video) return { ...none, mime, problem: 'no video stream' };
+  const width = video.width ?? null;
+  const height = video.height ?? null;
+  if (width && height && width * height > limits.maxVideoPixels) {
+    return { ...none, mime, problem: `the video's frames are ${width} x ${height} px (${megapixels(width * height)}); at most ${megapixels(limits.maxVideoPixels)} are accepted` };
+  }
+  const finite = (x: string | undefined): number | null => (x !== undefined && Number.isFinite(Number(x)) && Number(x) > 0 ? Number(x) : null);
+  const videoSeconds = finite(video.duration) ?? finite(info.format?.duration);
+  const seconds = Math.max(videoSeconds ?? 0, finite(info.format?.duration) ?? 0) || null;
+  const frames = video.nb_frames !== undefined && /^\d+$/.test(video.nb_frames) ? Number(video.nb_frames) : null;
+  const header: VideoHeader = { mime, width, height, codec: video.codec_name ?? null, videoSeconds, seconds, frames, problem: null };
+  if (seconds === null) return { ...header, problem: "the video's header gives no length" };
+  if (frames !== null && frames > limits.maxFrameRate * Math.max(1, seconds)) {
+    return { ...header, problem: `the video holds ${frames} frames in ${Number(seconds.toFixed(2))} s; at most ${limits.maxFrameRate} frames a second are accepted` };
+  }
+  return header;
+}
+
 export async function probeLocalFile(path: string, bins: MediaBinaries, limits: ProbeLimits = OUTPUT_PROBE_LIMITS): Promise<ProbeResult> {
   const type = await fileTypeFromFile(path).catch(() => undefined);
   const mime = type?.mime ?? null;

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/pool.js';
 import type { MediaBinaries } from '../media/binaries.js';
 import type { Storage } from '../storage/storage.js';
-import { ToolError, type EncodedImage, type ToolOutput } from '../tools/manifest.js';
+import { ToolError, type EncodedImage, type EncodedVideo, type ToolOutput } from '../tools/manifest.js';
 import type { NewOutput } from './repository.js';
 
 export async function sha256File(path: string): Promise<string> {
@@ -47,9 +47,10 @@ export class OutputStoreError extends ToolError {
 }
 
 /**
- * Checks each output the tool wrote (size bound, decodes as what it claims, checksum) and stores
- * it. Returns the rows to record; the caller deletes the stored objects if the run cannot finish.
- * When it fails (a bad output, the signal fired) it deletes what it already stored itself.
+ * Checks each output the tool wrote (size bound, decodes as what it claims or matches what its
+ * encoder vouches for, checksum) and stores it. Returns the rows to record; the caller deletes the
+ * stored objects if the run cannot finish. When it fails (a bad output, the signal fired) it deletes
+ * what it already stored itself.
  */
 export async function storeOutputs(
   outputs: ToolOutput[],
@@ -84,6 +85,40 @@ async function checkEncoded(out: ToolOutput, encoded: EncodedImage, size: number
     throw new ToolError(`the tool produced an unreadable output (its header does not match the ${out.mimeType} its encoder made)`);
   }
   return { width: encoded.width, height: encoded.height, durationSeconds: null };
+}
+
+/** How far the header's video length may be outside the vouch's range: container timing, a frame or two. */
+const VIDEO_LENGTH_SLACK_SECONDS = 0.1;
+
+/**
+ * A video a tool's own ffmpeg wrote and vouches for (ToolOutput.encodedVideo), checked against its
+ * header alone (one ffprobe, no frame decoded, no packet scan): the whole length, the type claimed,
+ * the frame size, codec, length and frame count asked for. What this no longer proves (that the
+ * first frame decodes, that the packets' timestamps span the declared length) is in
+ * docs/decisions.md, "Video outputs the encoder vouches for".
+ */
+async function checkEncodedVideo(out: ToolOutput, vouch: EncodedVideo, size: number, media: MediaBinaries): Promise<OutputMeta> {
+  if (size !== vouch.bytes) throw new ToolError(`the tool wrote ${size} of the ${vouch.bytes} bytes its encoder made`);
+  const { videoHeader } = await import('../media/probe.js');
+  const h = await videoHeader(out.path, media);
+  if (h.problem) throw new ToolError(`the tool produced an unreadable output (${h.problem})`);
+  const length = h.videoSeconds ?? 0;
+  const matches =
+    h.mime === out.mimeType &&
+    h.codec === vouch.codec &&
+    h.width === vouch.width &&
+    h.height === vouch.height &&
+    (vouch.frames === null || h.frames === vouch.frames) &&
+    length >= vouch.seconds.min - VIDEO_LENGTH_SLACK_SECONDS &&
+    length <= vouch.seconds.max + VIDEO_LENGTH_SLACK_SECONDS;
+  if (!matches) {
+    const said = `${h.mime ?? 'unknown type'}, ${h.codec ?? 'no codec'} ${h.width ?? '?'}x${h.height ?? '?'}, ${Number(length.toFixed(3))} s, ${h.frames ?? '?'} frames`;
+    const { min, max } = vouch.seconds;
+    const seconds = min === max ? `${Number(min.toFixed(3))} s` : `${Number(min.toFixed(3))}..${Number(max.toFixed(3))} s`;
+    const made = `${out.mimeType}, ${vouch.codec} ${vouch.width}x${vouch.height}, ${seconds}, ${vouch.frames ?? 'any'} frames`;
+    throw new ToolError(`the tool produced an unreadable output (its header says ${said}; its encoder made ${made})`);
+  }
+  return { width: vouch.width, height: vouch.height, durationSeconds: h.seconds };
 }
 
 /** That the output is what it claims: JSON parses, media decodes (probeLocalFile). */
@@ -121,7 +156,7 @@ async function storeEach(
       // The checksum is read while the probe (sharp's threads, ffprobe) works: one wait, not two.
       const hashing = sha256File(out.path);
       hashing.catch(() => undefined);
-      meta = await checkDecodes(out, opts.media);
+      meta = out.encodedVideo ? await checkEncodedVideo(out, out.encodedVideo, size, opts.media) : await checkDecodes(out, opts.media);
       sha256 = await hashing;
     }
     const id = randomUUID();

@@ -110,6 +110,13 @@ export interface ToolOutput {
    * vouches for").
    */
   encoded?: EncodedImage;
+  /**
+   * What a video tool's own ffmpeg wrote, once it had exited 0: the engine checks the file's header
+   * against it (one ffprobe, nothing decoded) instead of decoding a frame and scanning its packets
+   * (docs/decisions.md, "Video outputs the encoder vouches for"). Separate from `encoded`: an image
+   * vouch carries the encoder's checksum, a video one cannot (ffmpeg wrote the file, not us).
+   */
+  encodedVideo?: EncodedVideo;
 }
 
 export interface EncodedImage {
@@ -118,6 +125,22 @@ export interface EncodedImage {
   sha256: string;
   width: number;
   height: number;
+}
+
+export interface EncodedVideo {
+  /** The file's length once the encoder had exited 0. */
+  bytes: number;
+  /** The frame size and codec (ffprobe's codec_name) the tool asked the encoder for. */
+  width: number;
+  height: number;
+  codec: string;
+  /**
+   * The video's length in seconds the encoder was asked for: one value (min = max) when the tool
+   * fixes the frames, a range when the input's own timing passes through.
+   */
+  seconds: { min: number; max: number };
+  /** Frames written, when the tool knows the exact count; null when the input's timing passes through. */
+  frames: number | null;
 }
 
 export type ToolRunner = (ctx: RunContext) => Promise<ToolOutput[]>;

@@ -147,8 +147,12 @@ function writable(stream: Writable): Promise<void> {
   });
 }
 
-/** Runs the learned upscale to a finished output file, or rejects (ToolError for the run's `error`, AbortError on cancel). */
-export async function runLearned(job: LearnedJob): Promise<void> {
+/**
+ * Runs the learned upscale to a finished output file and resolves with the frames the encoder was
+ * given (and, exiting 0, wrote: -vsync passthrough), or rejects (ToolError for the run's `error`,
+ * AbortError on cancel).
+ */
+export async function runLearned(job: LearnedJob): Promise<number> {
   if (job.signal.aborted) throw abortError();
   const { facts } = job;
   const threads = String(boundedThreads(job.threads));
@@ -227,4 +231,5 @@ export async function runLearned(job: LearnedJob): Promise<void> {
     job.signal.removeEventListener('abort', onAbort);
   }
   job.onProgress(1);
+  return done;
 }

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { probeVideo, runFfmpeg, type VideoFacts } from '../../media/ffmpeg.js';
 import { stringValue, ToolError, type RunContext, type ToolOutput } from '../manifest.js';
-import { encodeProgress, H264, MP4, namedInputs, PROBE_TIME_LIMIT_MS, VIDEO_MAX_OUTPUT_BYTES, type VideoRunOptions } from './common.js';
+import { encodeProgress, H264, H264_CODEC, MP4, namedInputs, PROBE_TIME_LIMIT_MS, VIDEO_MAX_OUTPUT_BYTES, vouchedMp4, type VideoRunOptions } from './common.js';
 import { planTransition } from './transition-graph.js';
 import { DEFAULT_DURATION, isStyle, TRANSITION_TIMEOUT_SECONDS } from './transition-rules.js';
 
@@ -33,5 +33,6 @@ export async function runTransition(ctx: RunContext, opts: VideoRunOptions = {})
     onProgress: encodeProgress(ctx),
   });
   ctx.logger.debug({ frames: plan.frames, seconds: plan.seconds, style }, 'transition encoded');
-  return [{ path: output, fileName: 'transition.mp4', mimeType: 'video/mp4' }];
+  // The graph trims every clip to a frame count at one constant rate: the frames are exact.
+  return [await vouchedMp4(output, 'transition.mp4', { width: plan.width, height: plan.height, codec: H264_CODEC, seconds: { min: plan.seconds, max: plan.seconds }, frames: plan.frames })];
 }

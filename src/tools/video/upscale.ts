@@ -1,8 +1,9 @@
 import path from 'node:path';
 import { probeVideo, runFfmpeg } from '../../media/ffmpeg.js';
+import { LENGTH_TOLERANCE_SECONDS } from '../../media/measure.js';
 import { stringValue, ToolError, type RunContext, type ToolOutput } from '../manifest.js';
 import { sharedLumaNet, type LumaNet } from '../upscaler/luma-net.js';
-import { encodeProgress, H264, MP4, namedInputs, PROBE_TIME_LIMIT_MS, VIDEO_MAX_OUTPUT_BYTES, type VideoRunOptions } from './common.js';
+import { encodeProgress, H264, H264_CODEC, MP4, namedInputs, PROBE_TIME_LIMIT_MS, scaledWidth, VIDEO_MAX_OUTPUT_BYTES, vouchedMp4, type VideoRunOptions } from './common.js';
 import { runLearned } from './learned-frames.js';
 import { DEFAULT_UPSCALE_METHOD, learnedTimeLimitSeconds, TARGET_HEIGHTS, UPSCALE_METHODS, UPSCALE_TIMEOUT_SECONDS, type UpscaleMethod } from './upscale-rules.js';
 
@@ -46,7 +47,9 @@ export async function runUpscale(ctx: RunContext, opts: UpscaleRunOptions = {}):
     throw new ToolError(`The video is already ${facts.height} px high, at or above the ${target.height} px target.`);
   }
   const audio = facts.audioCodec && MP4_AUDIO.includes(facts.audioCodec) ? ['-c:a', 'copy'] : ['-c:a', 'aac', '-b:a', '192k'];
-  const output = path.join(ctx.workDir, `upscaled-${target.name}.mp4`);
+  const fileName = `upscaled-${target.name}.mp4`;
+  const output = path.join(ctx.workDir, fileName);
+  const size = { width: scaledWidth(facts.width, facts.height, target.height), height: target.height, codec: H264_CODEC };
   if (method === 'learned') {
     const seconds = learnedTimeLimitSeconds({
       pricedSeconds: input.pricedSeconds ?? facts.durationSeconds,
@@ -55,7 +58,7 @@ export async function runUpscale(ctx: RunContext, opts: UpscaleRunOptions = {}):
       height: facts.height,
       targetHeight: target.height,
     });
-    await runLearned({
+    const frames = await runLearned({
       bins: ctx.media,
       input,
       facts,
@@ -69,7 +72,9 @@ export async function runUpscale(ctx: RunContext, opts: UpscaleRunOptions = {}):
       net: opts.net ?? sharedLumaNet(),
       onProgress: encodeProgress(ctx),
     });
-    return [{ path: output, fileName: `upscaled-${target.name}.mp4`, mimeType: 'video/mp4' }];
+    // A constant rate: every frame given to the encoder lasts one frame at the probed rate.
+    const length = (frames * facts.fps.den) / facts.fps.num;
+    return [await vouchedMp4(output, fileName, { ...size, seconds: { min: length, max: length }, frames })];
   }
   await runFfmpeg({
     bins: ctx.media,
@@ -88,5 +93,12 @@ export async function runUpscale(ctx: RunContext, opts: UpscaleRunOptions = {}):
     threads: opts.threads,
     onProgress: encodeProgress(ctx),
   });
-  return [{ path: output, fileName: `upscaled-${target.name}.mp4`, mimeType: 'video/mp4' }];
+  // The input's own timestamps pass through: its frame count is not known here. Its length is as
+  // measured (less what a measurement may miss), at most what ffmpeg may read of it plus a frame.
+  const frame = facts.fps.den / facts.fps.num;
+  const seconds = {
+    min: Math.max(0, facts.durationSeconds - LENGTH_TOLERANCE_SECONDS),
+    max: (input.pricedSeconds ?? facts.durationSeconds) + LENGTH_TOLERANCE_SECONDS + frame,
+  };
+  return [await vouchedMp4(output, fileName, { ...size, seconds, frames: null })];
 }
