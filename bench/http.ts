@@ -10,7 +10,7 @@
  * Environment: DATABASE_URL (else an embedded PostgreSQL in a temp dir), BENCH_DURATION (s, 10),
  * BENCH_WARMUP (s, 3), BENCH_ROUNDS (3), BENCH_CONNECTIONS (50), BENCH_PIPELINING (1),
  * BENCH_LOG_LEVEL (the API's LOG_LEVEL, warn), BENCH_PROBE=0 to skip the SQL-only diagnostic,
- * BENCH_CALLGRIND=0 to skip the instruction counts, BENCH_CG_WARMUP (20000), BENCH_CG_WINDOWS (5),
+ * BENCH_CALLGRIND=0 to skip the instruction counts, BENCH_CG_WARMUP (20000), BENCH_CG_WINDOWS (8),
  * BENCH_CG_REQUESTS (2000).
  */
 import fs from 'node:fs';
@@ -331,7 +331,7 @@ async function main(): Promise<void> {
           'over a measured round, divided by the requests answered in it; medians of the rounds. The target is on it (bare/key >= 0.6): unlike throughput, it does not move with how much of the cores the load generator takes.',
         ...(instructions
           ? [`Instructions: ${valgrind ?? 'valgrind'} callgrind, each server alone under it (the API as \`serve --no-workers\`), ${settings.instructions.warmup} warm-up requests, then ` +
-              `${settings.instructions.windows} windows of ${settings.instructions.requests} requests sent one at a time on one connection; the median window, per request. ` +
+              `${settings.instructions.windows} windows of ${settings.instructions.requests} requests sent one at a time on one connection; the median of the later half of the windows, per request. ` +
               'The event-loop thread is the figure (it serves the requests); all threads adds V8\'s compiler and collector helpers. User space only: the kernel\'s share (the socket writes) is in the CPU time. ' +
               'Repeatable whatever else the machine does; it moves with the Node.js and V8 build.']
           : ['Instructions: not counted (BENCH_CALLGRIND=0, or valgrind is not installed).']),

@@ -5,8 +5,8 @@
  *
  * Why windows and a median: V8 compiles and collects as it goes, so the count of a window falls as
  * the code settles and jumps when a major collection lands in it; the same steps in the same order
- * give the same counts again (repeatable within ~1% here), so the median of a few windows after
- * the warm-up is the steady cost of a request. The event-loop thread is the figure; all threads
+ * give the same counts again (repeatable within ~1% here), so the median of the later half of the
+ * windows after the warm-up is the steady cost of a request. The event-loop thread is the figure; all threads
  * (V8's compiler and collector helpers, libuv's pool) are reported beside it.
  */
 import { startApiChild, startServerChild, type ServerChild } from './children.js';
@@ -15,13 +15,13 @@ import { envInt, median } from './report.js';
 
 export const instructionSettings = () => ({
   warmup: envInt('BENCH_CG_WARMUP', 20_000, 0),
-  windows: envInt('BENCH_CG_WINDOWS', 5, 1),
+  windows: envInt('BENCH_CG_WINDOWS', 8, 1),
   requests: envInt('BENCH_CG_REQUESTS', 2_000, 1),
 });
 export type InstructionSettings = ReturnType<typeof instructionSettings>;
 
 export interface CountedTarget {
-  /** Median over the windows, per request: event-loop thread, and all threads. */
+  /** Median over the later half of the windows, per request: event-loop thread, and all threads. */
   main: number;
   all: number;
   windows: InstructionCount[];
@@ -39,7 +39,9 @@ async function series(child: ServerChild, dir: string, url: string, headers: Rec
     await before();
     windows.push(await instructionsPerRequest({ pid: child.pid, dir, url, headers, expect: 200, warmup: i === 0 ? s.warmup : 0, requests: s.requests }));
   }
-  return { main: median(windows.map((w) => w.main)), all: median(windows.map((w) => w.all)), windows };
+  // The later half: the first windows after the warm-up still carry compilation (see above).
+  const settled = windows.slice(Math.floor(windows.length / 2));
+  return { main: median(settled.map((w) => w.main)), all: median(settled.map((w) => w.all)), windows };
 }
 
 /** Both servers under callgrind at once (the counts do not depend on what else runs). */
