@@ -12,6 +12,7 @@ import http from 'node:http';
 import os from 'node:os';
 import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
+import { writeAll } from '../../src/storage/part-stream.js';
 
 export const HEADER_BYTES = 32;
 
@@ -172,7 +173,7 @@ export async function writeWithMd5(
         const t0 = performance.now();
         const md5 = createHash('md5');
         for (const run of slices(data.part(n, round), BASELINE_SLICE)) {
-          const write = writeFully(handle, run, position);
+          const write = writeAll(handle, run, position);
           // Awaited below; until then a failure must not go unhandled.
           write.catch(() => undefined);
           writing.push(write);
@@ -193,25 +194,6 @@ export async function writeWithMd5(
   return { ...t, partMs, md5s };
 }
 
-/** writev(2) of every byte of `chunks` at `position`, carrying on after a short write. */
-async function writeFully(handle: fs.FileHandle, chunks: Buffer[], position: number): Promise<void> {
-  let rest = chunks;
-  for (let at = position; rest.length; ) {
-    const { bytesWritten } = await handle.writev(rest, at);
-    if (bytesWritten === 0) throw new Error('the file system accepted no bytes');
-    at += bytesWritten;
-    let skip = bytesWritten;
-    const next: Buffer[] = [];
-    for (const b of rest) {
-      if (skip >= b.length) skip -= b.length;
-      else {
-        next.push(skip ? b.subarray(skip) : b);
-        skip = 0;
-      }
-    }
-    rest = next;
-  }
-}
 
 /** Flushes dirty pages so that every timed phase starts with the same writeback state. */
 export function syncDisks(): void {

@@ -217,8 +217,8 @@ export function createAuthHook(
   // A callback hook, not an async one: a key in memory with a reserved token is decided without a
   // promise (most requests), and only the rest wait for the gate or PostgreSQL. That path also
   // allocates as little as it can: the key's hash stays a hex string (no Buffer), no admission
-  // object, one clock reading. It is a hook of each route that needs a key (routeHooks in
-  // src/service/app.ts), made for that route's scope: routes without one (and 404s) never run it,
+  // object, one clock reading. It is a hook of each route that needs a key (addRouteHooks in
+  // src/service/route-hooks.ts), made for that route's scope: routes without one (and 404s) never run it,
   // and it never reads request.routeOptions, which Fastify builds afresh on each read.
   return function forScope(scope: Scope) {
     return function authenticate(request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void {

@@ -16,11 +16,14 @@ export interface Written {
   size: number;
 }
 
-async function writeAll(handle: FileHandle, buffers: Buffer[], position: number): Promise<void> {
+/** writev(2) of every byte of `buffers` at `position`, carrying on after a short write (bench:upload's baseline writes with it too). */
+export async function writeAll(handle: FileHandle, buffers: Buffer[], position: number): Promise<void> {
   let at = position;
   let rest = buffers;
   while (rest.length) {
     const { bytesWritten } = await handle.writev(rest, at);
+    // Never again from the same place: a file system that takes nothing would loop for ever.
+    if (bytesWritten === 0) throw new Error('the file system accepted no bytes');
     at += bytesWritten;
     // A short write (rare on a regular file): carry on from where it stopped.
     let skip = bytesWritten;
