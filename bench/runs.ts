@@ -40,15 +40,14 @@ import path from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config/config.js';
 import { createLogger } from '../src/logger.js';
-import { resolveMediaBinaries } from '../src/media/binaries.js';
-import { Api, e2s, outputsChecked, paced, pgBaselines, prepareTeam, RunNotifier, runTimes, waitFinal, type RunTimes } from './lib/api.js';
-import { cpuWithChildren, descendantsCpuSeconds, startAppChild, type AppChild } from './lib/app-children.js';
-import { benchRegistry, NOOP_TOOL, runDirect } from './lib/bench-tools.js';
+import { Api, e2s, paced, pgBaselines, prepareTeam, RunNotifier, waitFinal, type RunTimes } from './lib/api.js';
+import { descendantsCpuSeconds, startAppChild, type AppChild } from './lib/app-children.js';
+import { NOOP_TOOL } from './lib/bench-tools.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { fairSettings, measureFairness } from './lib/fairness.js';
-import { fixedParts, medianParts, paired, phaseDelta, scrapeAfterCheck, scrapePhases, signedMs, type FixedParts } from './lib/phases.js';
-import { makeImage, UPSCALE_MAX_MP } from './lib/media-gen.js';
+import { signedMs } from './lib/phases.js';
 import { compactSamples, envInt, envNum, figure, finish, fmt, loadNote, machine, median, pct, percentile, table, watchdog, type BenchResult, runBench, sayFailure } from './lib/report.js';
+import { realTool } from './lib/real-job.js';
 import { inFlight, procCpuSeconds } from './lib/upload-io.js';
 
 const P50_TARGET_MS = 20;
@@ -125,58 +124,6 @@ async function measureQueue(label: string, processes: string, api: Api, pool: pg
     pacedSlowest: slowest,
     pacedE2sMs: lat,
   };
-}
-
-async function realTool(api: Api, child: AppChild, pool: pg.Pool, notifier: RunNotifier, dir: string) {
-  const config = loadConfig(process.env);
-  const deps = { config, media: resolveMediaBinaries(), logger: createLogger('warn'), tools: benchRegistry() };
-  await runDirect({ tool: 'image_upscale', values: {}, files: [await makeImage(dir, 'warm.jpg', 0.3, 'image')] }, deps); // libvips start-up
-  const cal = await runDirect({ tool: 'image_upscale', values: {}, files: [await makeImage(dir, 'cal.jpg', 2, 'image')] }, deps);
-  const mp = Math.min(UPSCALE_MAX_MP, Math.max(0.3, (2 * settings.realSeconds * 1000) / cal.ms));
-  const file = await makeImage(dir, 'real.jpg', mp, 'image');
-  const steps = (await runDirect({ tool: 'image_upscale', values: {}, files: [file], steps: true }, deps)).steps;
-  if (!steps) throw new Error('no engine steps measured');
-  const fileId = await api.upload(fs.readFileSync(file.path), file.fileName, file.mime);
-  await child.direct({ tool: 'image_upscale', values: {}, files: [file] }); // the API process's libvips and network start-up
-  const rounds: { first: 'api' | 'direct'; parts: FixedParts; direct: number; directCpu: number; created: number; client: number; queue: number; exec: number; apiCpu: number }[] = [];
-  for (let r = 0; r < settings.realRounds; r++) {
-    const viaApi = async () => {
-      const before = await scrapePhases(child.url, METRICS_TOKEN, 'image_upscale');
-      const cpu0 = cpuWithChildren(child.pid);
-      const t0 = performance.now();
-      const run = await api.startRun('image_upscale', { image: [fileId] });
-      const client = (await notifier.wait(run.id, settings.timeoutMs)) - t0;
-      const apiCpu = cpuWithChildren(child.pid) - cpu0;
-      if ((await api.getRun(run.id)).status !== 'succeeded') throw new Error(`run ${run.id} did not succeed`);
-      await outputsChecked(pool, run.id);
-      const phases = phaseDelta(before, await scrapeAfterCheck(child.url, METRICS_TOKEN, 'image_upscale', before));
-      const [t] = await runTimes(pool, [run.id]);
-      if (!t?.started || !t.finished) throw new Error('run without timestamps');
-      return { created: t.finished - t.created, client, queue: t.started - t.created, exec: t.finished - t.started, apiCpu, phases };
-    };
-    // In the API process, idle meanwhile: a runner in another process ran 100-500 ms apart from
-    // the API's (its memory already mapped, or not), which is no cost of the engine.
-    const direct = async () => {
-      const cpu0 = cpuWithChildren(child.pid);
-      const d = await child.direct({ tool: 'image_upscale', values: {}, files: [file] });
-      return { direct: d.ms, directCpu: cpuWithChildren(child.pid) - cpu0 };
-    };
-    const first = r % 2 ? 'direct' : 'api';
-    const a = first === 'direct' ? await direct() : null;
-    const { phases, ...b } = await viaApi();
-    const d = a ?? (await direct());
-    rounds.push({ first, parts: fixedParts({ ms: b.created, queueMs: b.queue, phases }, d.direct), ...d, ...b });
-  }
-  const m = (k: Exclude<keyof (typeof rounds)[number], 'first' | 'parts'>) => median(rounds.map((x) => x[k]));
-  // Per round, then the median: both sides of a round share whatever else the machine was doing.
-  const fixed = {
-    created: paired(rounds.map((x) => ({ a: x.created, b: x.direct }))),
-    client: paired(rounds.map((x) => ({ a: x.client, b: x.direct }))),
-    exec: paired(rounds.map((x) => ({ a: x.exec, b: x.direct }))),
-  };
-  return { image: `${file.info.width}x${file.info.height} JPEG (${mp.toFixed(1)} MP) -> 2x`, calibrationMs: cal.ms, steps, rounds, fixed, parts: medianParts(rounds.map((x) => x.parts)), median: {
-    direct: m('direct'), directCpu: m('directCpu'), created: m('created'), client: m('client'), queue: m('queue'), exec: m('exec'), apiCpu: m('apiCpu'),
-  } };
 }
 
 async function main(): Promise<void> {
@@ -256,7 +203,7 @@ async function main(): Promise<void> {
     const realApi = new Api(realChild.url, database.key);
     notifier = new RunNotifier(database.url);
     await notifier.start();
-    const real = await realTool(realApi, realChild, pool, notifier, dir);
+    const real = await realTool(realApi, realChild, pool, notifier, dir, { ...settings, metricsToken: METRICS_TOKEN });
     await notifier.close();
     notifier = null;
     realApi.close();
