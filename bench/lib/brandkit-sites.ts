@@ -12,11 +12,25 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const SITES_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'shared', 'fixtures', 'brandkit-sites');
+const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'shared', 'fixtures');
+
+/** One folder of sites with its truth.json: the set tuned on (issue 27) and the second batch (issue 35). */
+export interface SiteSet {
+  /** Short name used in tables and figure names. */
+  name: string;
+  dir: string;
+}
+
+export const SITE_SETS: SiteSet[] = [
+  { name: 'first', dir: path.join(FIXTURES, 'brandkit-sites') },
+  { name: 'second', dir: path.join(FIXTURES, 'brandkit-sites-second-batch') },
+];
+/** The first set: what issue 27 tuned on. */
+export const SITES_DIR = SITE_SETS[0]!.dir;
 
 /** Why the set cannot be used here, or null when it can. */
-export function sitesMissing(): string | null {
-  return fs.existsSync(path.join(SITES_DIR, 'truth.json')) ? null : `the shared site set is not at ${SITES_DIR} (a checkout without ../shared)`;
+export function sitesMissing(dir = SITES_DIR): string | null {
+  return fs.existsSync(path.join(dir, 'truth.json')) ? null : `the shared site set is not at ${dir} (a checkout without ../shared)`;
 }
 
 interface TruthColor {
@@ -36,8 +50,8 @@ export interface SiteTruth {
   logo: TruthLogo | null;
 }
 
-export function loadTruth(): SiteTruth[] {
-  return (JSON.parse(fs.readFileSync(path.join(SITES_DIR, 'truth.json'), 'utf8')) as { sites: SiteTruth[] }).sites;
+export function loadTruth(dir = SITES_DIR): SiteTruth[] {
+  return (JSON.parse(fs.readFileSync(path.join(dir, 'truth.json'), 'utf8')) as { sites: SiteTruth[] }).sites;
 }
 
 const TYPES: Record<string, string> = {
@@ -89,9 +103,9 @@ export class SiteServer {
 }
 
 /** Every site of the set served, each on its own port. */
-export async function serveSites(truth: SiteTruth[]): Promise<Map<string, SiteServer>> {
+export async function serveSites(truth: SiteTruth[], dir = SITES_DIR): Promise<Map<string, SiteServer>> {
   const out = new Map<string, SiteServer>();
-  for (const t of truth) out.set(t.site, await new SiteServer(path.join(SITES_DIR, t.site)).start());
+  for (const t of truth) out.set(t.site, await new SiteServer(path.join(dir, t.site)).start());
   return out;
 }
 
@@ -192,3 +206,8 @@ export function scoreKit(kit: ScoredKit, t: SiteTruth): SiteScore {
 
 export const passed = (s: SiteScore) => CHECKS.filter((c) => s.checks[c] === true).length;
 export const scored = (s: SiteScore) => CHECKS.filter((c) => s.checks[c] !== null).length;
+
+/** How many checks a truth file scores: its non-null name, primary colour, heading and body family, and logo. */
+export function checksIn(truth: SiteTruth[]): number {
+  return truth.reduce((n, t) => n + [t.name, t.colors.primary, t.fonts.heading, t.fonts.body, t.logo].filter((v) => v !== null).length, 0);
+}

@@ -20,7 +20,9 @@ const flat = (t: string) => t.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '');
 
 /**
  * Page images and inline SVGs ranked by how much their place and markup say "logo", plus 3 when
- * their alt, title or file name holds the site's name; those under LOGO_SCORE are dropped. Ties
+ * their alt, title or file name holds the site's name; those under LOGO_SCORE are dropped, and so
+ * are other parties' marks: a platform's (unless the site is named after it) and logos under a
+ * "Used by" or "Sponsors" heading or in a row of such logos (unless named after the site). Ties
  * keep page order (the top of the page first). Icons and og:image follow, as read.
  */
 export function rankLogos(candidates: LogoCandidate[], siteName: string | null): LogoCandidate[] {
@@ -32,7 +34,10 @@ export function rankLogos(candidates: LogoCandidate[], siteName: string | null):
       rest.push(c);
       return;
     }
-    const score = c.score + (name.length >= 3 && flat(c.hint).includes(name) ? 3 : 0);
+    const named = name.length >= 3 && flat(c.hint).includes(name);
+    if (c.platform && !name.includes(c.platform)) return;
+    if (c.thirdParty && !named) return;
+    const score = c.score + (named ? 3 : 0);
     if (score >= LOGO_SCORE[c.kind]) onPage.push({ c, score, i });
   });
   onPage.sort((a, b) => b.score - a.score || a.i - b.i);

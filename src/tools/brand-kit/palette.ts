@@ -15,13 +15,38 @@ export function brandable(hex: string): boolean {
   return l > 0.08 && l < 0.94;
 }
 
+/** A grey: too little saturation to be anyone's brand colour when a hue has a claim too. */
+export function isNeutral(hex: string): boolean {
+  const c = parseHex(hex);
+  return !c || hsl(c).s < NEUTRAL_SATURATION;
+}
+const NEUTRAL_SATURATION = 0.15;
+/** A hue's hint, from this share of the strongest grey's up, puts it before the greys. */
+const HUE_OVER_GREY = 0.25;
+
+/**
+ * Brand roles go to a hue before a grey: demo buttons, disabled states and neutral chrome are
+ * grey on most pages, and a grey is a brand's own colour only where no hue is claimed as well.
+ */
+function huesFirst<T extends [string, { hints: Map<ColorRole, number> }]>(hinted: T[], role: ColorRole): T[] {
+  const grey = hinted.find(([hex]) => isNeutral(hex));
+  const hue = hinted.find(([hex]) => !isNeutral(hex));
+  if (!grey || !hue || (hue[1].hints.get(role) ?? 0) < HUE_OVER_GREY * (grey[1].hints.get(role) ?? 0)) return hinted;
+  return [...hinted.filter(([hex]) => !isNeutral(hex)), ...hinted.filter(([hex]) => isNeutral(hex))];
+}
+
 /** A rule all of whose selectors are a state (hover, focus, active, open, disabled): its colours are shades of the base. */
 export const isStateRule = (selectors: string[]) =>
   selectors.length > 0 && selectors.every((s) => /:(hover|focus|active|visited|focus-visible|focus-within|disabled|checked)|\.(focus|active|hover|disabled|open|show|selected|current)([\s.:#[>+~,)]|$)|\[disabled\]|\[aria-(expanded|pressed|current)/.test(s));
 
+/** A hint that a colour holds a role; from says what gave it ("button backgrounds", "theme-color"), for the kit's warnings. */
+export type Hint = { role: ColorRole; strength: number; from?: string };
+
 interface Tally {
   score: number;
   hints: Map<ColorRole, number>;
+  /** Per role, what gave the hints (see Hint.from) and how much each gave. */
+  from: Map<ColorRole, Map<string, number>>;
   sources: Set<ColorSource>;
   variables: Set<string>;
 }
@@ -30,20 +55,34 @@ interface Tally {
 export class ColorTally {
   private readonly colors = new Map<string, Tally>();
 
-  add(hex: string, score: number, source: ColorSource, hint?: { role: ColorRole; strength: number }, variable?: string): void {
+  add(hex: string, score: number, source: ColorSource, hint?: Hint, variable?: string): void {
     let t = this.colors.get(hex);
     if (!t) {
-      t = { score: 0, hints: new Map(), sources: new Set(), variables: new Set() };
+      t = { score: 0, hints: new Map(), from: new Map(), sources: new Set(), variables: new Set() };
       this.colors.set(hex, t);
     }
     t.score += score;
     t.sources.add(source);
-    if (hint) t.hints.set(hint.role, (t.hints.get(hint.role) ?? 0) + hint.strength);
+    if (hint && hint.strength > 0) {
+      t.hints.set(hint.role, (t.hints.get(hint.role) ?? 0) + hint.strength);
+      const from = t.from.get(hint.role) ?? new Map<string, number>();
+      const label = hint.from ?? source;
+      from.set(label, (from.get(label) ?? 0) + hint.strength);
+      t.from.set(hint.role, from);
+    }
     if (variable) t.variables.add(variable);
   }
 
   get size(): number {
     return this.colors.size;
+  }
+
+  /** The colours hinted for a role, strongest first, with what hinted them. */
+  evidence(role: ColorRole): { hex: string; strength: number; score: number; from: Map<string, number> }[] {
+    return [...this.colors.entries()]
+      .filter(([, t]) => (t.hints.get(role) ?? 0) > 0)
+      .map(([hex, t]) => ({ hex, strength: t.hints.get(role) ?? 0, score: t.score, from: t.from.get(role) ?? new Map<string, number>() }))
+      .sort((a, b) => b.strength - a.strength || b.score - a.score);
   }
 
   /**
@@ -59,9 +98,10 @@ export class ColorTally {
     // only when no other colour has a hint (the link colour may be the primary colour too). Brand
     // roles never go to a near-white or near-black.
     for (const role of ['background', 'text', 'primary', 'secondary', 'accent'] as const) {
-      const hinted = [...this.colors.entries()]
+      let hinted = [...this.colors.entries()]
         .filter(([hex, t]) => (t.hints.get(role) ?? 0) > 0 && (role === 'background' || role === 'text' || brandable(hex)))
         .sort((a, b) => (b[1].hints.get(role) ?? 0) - (a[1].hints.get(role) ?? 0) || b[1].score - a[1].score);
+      if (role !== 'background' && role !== 'text') hinted = huesFirst(hinted, role);
       const pick = hinted.find(([hex]) => !holders.has(hex)) ?? hinted[0];
       if (!pick) continue;
       roles[role] = pick[0];
@@ -166,20 +206,19 @@ export function colorsIn(nodes: csstree.CssNode[], vars: Vars, depth = 0): { hex
   return out;
 }
 
-type Hint = { role: ColorRole; strength: number };
 
 function hintsFor(kind: SelectorKind, property: string, selectors: string[]): Hint[] {
   const bg = property === 'background' || property === 'background-color';
   // A state's shade (hover, focus, .active) hints a little: repeated, it must not outvote the base.
   const f = isStateRule(selectors) ? 0.15 : 1;
-  if (kind === 'base' && bg) return [{ role: 'background', strength: 8 }];
-  if (kind === 'base' && property === 'color') return [{ role: 'text', strength: 8 }];
-  if (kind === 'primary') return [{ role: 'primary', strength: (bg ? 6 : property === 'color' ? 3 : 1) * f }];
-  if (kind === 'button' && bg) return [{ role: 'primary', strength: 3 * f }];
-  if (kind === 'nav' && bg) return [{ role: 'primary', strength: 2 * f }];
-  if (kind === 'link' && property === 'color') return [{ role: 'accent', strength: 3 * f }, { role: 'primary', strength: 0.75 * f }];
-  if (kind === 'heading' && property === 'color') return [{ role: 'primary', strength: 1.5 * f }];
-  if (property === 'accent-color') return [{ role: 'accent', strength: 2 }];
+  if (kind === 'base' && bg) return [{ role: 'background', strength: 8, from: 'the body rule' }];
+  if (kind === 'base' && property === 'color') return [{ role: 'text', strength: 8, from: 'the body rule' }];
+  if (kind === 'primary') return [{ role: 'primary', strength: (bg ? 6 : property === 'color' ? 3 : 1) * f, from: 'rules named primary or brand' }];
+  if (kind === 'button' && bg) return [{ role: 'primary', strength: 3 * f, from: 'button rules' }];
+  if (kind === 'nav' && bg) return [{ role: 'primary', strength: 2 * f, from: 'header rules' }];
+  if (kind === 'link' && property === 'color') return [{ role: 'accent', strength: 3 * f, from: 'link rules' }, { role: 'primary', strength: 0.75 * f, from: 'link rules' }];
+  if (kind === 'heading' && property === 'color') return [{ role: 'primary', strength: 1.5 * f, from: 'heading rules' }];
+  if (property === 'accent-color') return [{ role: 'accent', strength: 2, from: 'accent-color' }];
   return [];
 }
 
@@ -197,11 +236,12 @@ export function tallyPage(
   for (const [name, decl] of vars) {
     const colors = colorsIn(expandVars(decl.nodes, vars), vars);
     if (colors.length !== 1 || !visible(colors[0]!.alpha)) continue;
-    tally.add(colors[0]!.hex, 2, 'css_variable', variableRole(name) ?? undefined, name);
+    const role = variableRole(name);
+    tally.add(colors[0]!.hex, 2, 'css_variable', role ? { ...role, from: `the custom property ${name}` } : undefined, name);
   }
   const theme = themeColors.map((t) => parseColorText(t.trim())).find((c) => c && visible(c.a));
   // A white or black theme-color is the browser chrome's, not a brand colour.
-  if (theme) tally.add(toHex(theme), 3, 'theme_color', brandable(toHex(theme)) ? { role: 'primary', strength: 5 } : undefined);
+  if (theme) tally.add(toHex(theme), 3, 'theme_color', brandable(toHex(theme)) ? { role: 'primary', strength: 5, from: 'theme-color' } : undefined);
   for (const rule of rules) {
     const kind = rule.inline ? 'other' : selectorKind(rule.selectors);
     // A rule's own custom properties (Tailwind's --tw-bg-opacity) come before the page's.

@@ -97,19 +97,19 @@ export function tallyUsage(tally: ColorTally, document: Element, rules: StyleRul
   // A link shown on a background of its own is a button too (utility CSS: <a class="bg-purple-700">).
   const linkBacks = links.map((el) => colorOf(cascade, el, BG, vars));
   const buttonColors = [...buttons.map((el) => colorOf(cascade, el, BG, vars)), ...linkBacks].filter((h): h is string => h !== null);
-  for (const hex of buttonColors) tally.add(hex, 1, 'css', { role: 'primary', strength: share(6, buttonColors.length) });
+  for (const hex of buttonColors) tally.add(hex, 1, 'css', { role: 'primary', strength: share(6, buttonColors.length), from: 'the buttons on the page' });
   for (const el of bars) {
     const hex = colorOf(cascade, el, BG, vars);
-    if (hex) tally.add(hex, 1, 'css', { role: 'primary', strength: share(3, bars.length) });
+    if (hex) tally.add(hex, 1, 'css', { role: 'primary', strength: share(3, bars.length), from: 'the header on the page' });
   }
   const marks = wordmarks.map(({ el, bar }) => textColorWithin(cascade, el, bar, vars)).filter((h): h is string => h !== null);
-  for (const hex of marks) tally.add(hex, 1, 'css', { role: 'primary', strength: share(4, marks.length) });
+  for (const hex of marks) tally.add(hex, 1, 'css', { role: 'primary', strength: share(4, marks.length), from: 'the wordmark' });
   for (const [i, el] of links.entries()) {
     if (linkBacks[i]) continue;
     const hex = colorOf(cascade, el, ['color'], vars);
     if (hex) {
-      tally.add(hex, 0.2, 'css', { role: 'accent', strength: share(2, links.length) });
-      tally.add(hex, 0, 'css', { role: 'primary', strength: share(0.5, links.length) });
+      tally.add(hex, 0.2, 'css', { role: 'accent', strength: share(2, links.length), from: 'the links on the page' });
+      tally.add(hex, 0, 'css', { role: 'primary', strength: share(0.5, links.length), from: 'the links on the page' });
     }
   }
 }

@@ -16,8 +16,8 @@ const STRENGTH = { background: 60, text: 60, header: 60, headerRest: 20, buttons
 /** Adds the computed colours to the tally as strong evidence of their roles. */
 export function applyRenderedColors(tally: ColorTally, computed: RenderedStyles): void {
   const { body } = computed;
-  if (body?.background) tally.add(body.background, 6, 'css', { role: 'background', strength: STRENGTH.background });
-  if (body?.color) tally.add(body.color, 6, 'css', { role: 'text', strength: STRENGTH.text });
+  if (body?.background) tally.add(body.background, 6, 'css', { role: 'background', strength: STRENGTH.background, from: 'the rendered body' });
+  if (body?.color) tally.add(body.color, 6, 'css', { role: 'text', strength: STRENGTH.text, from: 'the rendered body' });
   const share = (elements: RenderedElementStyle[], pick: (e: RenderedElementStyle) => string | null, role: 'primary' | 'accent', total: number) => {
     const hexes = elements.map(pick).filter((h): h is string => h !== null && isChromatic(h));
     for (const hex of hexes) tally.add(hex, 3, 'css', { role, strength: total / hexes.length });
