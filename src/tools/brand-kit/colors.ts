@@ -141,3 +141,41 @@ export function isChromatic(hex: string): boolean {
   const { s, l } = hsl(c);
   return s >= 0.25 && l >= 0.12 && l <= 0.92;
 }
+
+/** CIE L*a*b* (D65) of an sRGB colour: lightness 0..100 and the two colour axes. */
+export function toLab(c: Pick<Rgba, 'r' | 'g' | 'b'>): { l: number; a: number; b: number } {
+  const lin = (v: number) => {
+    const x = v / 255;
+    return x <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
+  };
+  const [r, g, b] = [lin(c.r), lin(c.g), lin(c.b)];
+  const x = (0.4124564 * r + 0.3575761 * g + 0.1804375 * b) / 0.95047;
+  const y = 0.2126729 * r + 0.7151522 * g + 0.072175 * b;
+  const z = (0.0193339 * r + 0.119192 * g + 0.9503041 * b) / 1.08883;
+  const f = (t: number) => (t > 216 / 24389 ? Math.cbrt(t) : ((24389 / 27) * t + 16) / 116);
+  return { l: 116 * f(y) - 16, a: 500 * (f(x) - f(y)), b: 200 * (f(y) - f(z)) };
+}
+
+/**
+ * Chroma (C*ab) below which a colour reads as a grey, a tinted grey included (Tailwind's
+ * gray-800 #1f2937 has an HSL saturation of 0.28 but a chroma of 11): HSL exaggerates the
+ * saturation of very dark and very light colours.
+ */
+const GREY_CHROMA = 14;
+
+/** How colourful a colour looks (C*ab, 0 for greys, about 30 and up for brand hues). */
+export function chroma(hex: string): number {
+  const c = parseHex(hex);
+  if (!c) return 0;
+  const { a, b } = toLab(c);
+  return Math.hypot(a, b);
+}
+
+/** A grey (tinted greys included): never a brand's colour where a hue has a claim too. */
+export const isGrey = (hex: string) => chroma(hex) < GREY_CHROMA;
+
+/** L* of a colour, 0 (black) to 100 (white). */
+export function lightness(hex: string): number {
+  const c = parseHex(hex);
+  return c ? toLab(c).l : 0;
+}

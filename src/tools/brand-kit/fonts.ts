@@ -97,6 +97,20 @@ function computedFamilies(el: Element, cascade: Cascade, vars: Map<string, Decl>
 }
 
 const HEADING_WEIGHT: Record<string, number> = { h1: 3, h2: 2, h3: 1 };
+/** What a heading in the footer or an aside weighs against one in the page. */
+const LABEL_AREA = 0.1;
+const LABEL_PLACE = /(^|[\s_-])(footer|site-footer|page-footer|sidebar|aside|colophon)([\s_-]|$)/i;
+
+/** A heading in the page's footer or an aside (tag, role, id or class): a label, not the page's voice. */
+function inLabelArea(el: Element): boolean {
+  for (let p = parentElement(el); p; p = parentElement(p)) {
+    if (p.tagName === 'footer' || p.tagName === 'aside') return true;
+    const role = p.attrs.find((a) => a.name === 'role')?.value ?? '';
+    if (role === 'contentinfo' || role === 'complementary') return true;
+    if (LABEL_PLACE.test(p.attrs.find((a) => a.name === 'id')?.value ?? '') || LABEL_PLACE.test(p.attrs.find((a) => a.name === 'class')?.value ?? '')) return true;
+  }
+  return false;
+}
 
 /**
  * Fonts with roles (body: what <body> renders with; heading: what the page's h1-h3 render with,
@@ -124,14 +138,17 @@ export function extractFonts(
       // No heading on the page: the one a page would add, directly in body.
       headings = [{ nodeName: 'h1', tagName: 'h1', attrs: [], namespaceURI: bodyEl.namespaceURI, childNodes: [], parentNode: bodyEl } as unknown as Element];
     }
+    // Each heading votes for the family it renders with, a system or generic font included (a
+    // page whose headings use the system font has no heading font, whatever its footer uses);
+    // headings in the footer or an aside are labels, and vote little.
     const votes = new Map<string, { weight: number; families: string[]; first: number }>();
     headings.forEach((h, i) => {
       const families = computedFamilies(h, cascade, vars, cache);
-      const main = families?.find((f) => !isGeneric(f));
-      if (!families || !main) return;
-      const v = votes.get(main.toLowerCase()) ?? { weight: 0, families, first: i };
-      v.weight += HEADING_WEIGHT[h.tagName] ?? 1;
-      votes.set(main.toLowerCase(), v);
+      if (!families?.length) return;
+      const main = families.find((f) => !isGeneric(f))?.toLowerCase() ?? '';
+      const v = votes.get(main) ?? { weight: 0, families, first: i };
+      v.weight += (HEADING_WEIGHT[h.tagName] ?? 1) * (inLabelArea(h) ? LABEL_AREA : 1);
+      votes.set(main, v);
     });
     const best = [...votes.values()].sort((a, b) => b.weight - a.weight || a.first - b.first)[0];
     if (best) heading = { families: best.families };

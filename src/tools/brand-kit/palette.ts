@@ -1,7 +1,8 @@
 import * as csstree from 'css-tree';
-import { colorOfNode, hsl, isChromatic, parseColorText, parseHex, toHex } from './colors.js';
+import { colorOfNode, hsl, isChromatic, isGrey, parseColorText, parseHex, toHex } from './colors.js';
 import { expandVars, type Decl, type StyleRule, type Vars } from './css.js';
 import type { Element } from './cascade.js';
+import { stockColors } from './frameworks.js';
 import { tallyUsage } from './usage.js';
 import type { ColorRole, ColorSource, KitColor } from './schema.js';
 
@@ -15,12 +16,6 @@ export function brandable(hex: string): boolean {
   return l > 0.08 && l < 0.94;
 }
 
-/** A grey: too little saturation to be anyone's brand colour when a hue has a claim too. */
-export function isNeutral(hex: string): boolean {
-  const c = parseHex(hex);
-  return !c || hsl(c).s < NEUTRAL_SATURATION;
-}
-const NEUTRAL_SATURATION = 0.15;
 /** A hue's hint, from this share of the strongest grey's up, puts it before the greys. */
 const HUE_OVER_GREY = 0.25;
 
@@ -29,10 +24,10 @@ const HUE_OVER_GREY = 0.25;
  * grey on most pages, and a grey is a brand's own colour only where no hue is claimed as well.
  */
 function huesFirst<T extends [string, { hints: Map<ColorRole, number> }]>(hinted: T[], role: ColorRole): T[] {
-  const grey = hinted.find(([hex]) => isNeutral(hex));
-  const hue = hinted.find(([hex]) => !isNeutral(hex));
+  const grey = hinted.find(([hex]) => isGrey(hex));
+  const hue = hinted.find(([hex]) => !isGrey(hex));
   if (!grey || !hue || (hue[1].hints.get(role) ?? 0) < HUE_OVER_GREY * (grey[1].hints.get(role) ?? 0)) return hinted;
-  return [...hinted.filter(([hex]) => !isNeutral(hex)), ...hinted.filter(([hex]) => isNeutral(hex))];
+  return [...hinted.filter(([hex]) => !isGrey(hex)), ...hinted.filter(([hex]) => isGrey(hex))];
 }
 
 /** A rule all of whose selectors are a state (hover, focus, active, open, disabled): its colours are shades of the base. */
@@ -222,6 +217,9 @@ function hintsFor(kind: SelectorKind, property: string, selectors: string[]): Hi
   return [];
 }
 
+/** How much a framework's stock colour hints from its stylesheets, against a colour the site chose. */
+const STOCK_FACTOR = 0.1;
+
 /** Colours used half-transparent or less do not count: they are overlays, not the brand. */
 const visible = (alpha: number) => alpha >= 0.5;
 
@@ -233,15 +231,17 @@ export function tallyPage(
   themeColors: string[],
   page?: { document: { childNodes: unknown[] } | null; cascadeRules: StyleRule[] },
 ): void {
+  // Hints born of stylesheets wait until the page's frameworks are known: a framework's stock
+  // colours there are its defaults, shipped to every site, so they hint at a tenth of the weight.
+  const pending: { hex: string; score: number; source: ColorSource; hint?: Hint; variable?: string }[] = [];
+  const declared = new Set<string>();
   for (const [name, decl] of vars) {
     const colors = colorsIn(expandVars(decl.nodes, vars), vars);
     if (colors.length !== 1 || !visible(colors[0]!.alpha)) continue;
     const role = variableRole(name);
-    tally.add(colors[0]!.hex, 2, 'css_variable', role ? { ...role, from: `the custom property ${name}` } : undefined, name);
+    declared.add(colors[0]!.hex);
+    pending.push({ hex: colors[0]!.hex, score: 2, source: 'css_variable', ...(role ? { hint: { ...role, from: `the custom property ${name}` } } : {}), variable: name });
   }
-  const theme = themeColors.map((t) => parseColorText(t.trim())).find((c) => c && visible(c.a));
-  // A white or black theme-color is the browser chrome's, not a brand colour.
-  if (theme) tally.add(toHex(theme), 3, 'theme_color', brandable(toHex(theme)) ? { role: 'primary', strength: 5, from: 'theme-color' } : undefined);
   for (const rule of rules) {
     const kind = rule.inline ? 'other' : selectorKind(rule.selectors);
     // A rule's own custom properties (Tailwind's --tw-bg-opacity) come before the page's.
@@ -253,10 +253,19 @@ export function tallyPage(
       const weight = USE_WEIGHT[kind] * (d.property.startsWith('border') || d.property === 'outline-color' ? 0.5 : 1) * (isStateRule(rule.selectors) ? 0.3 : 1);
       const hints = found.length === 1 ? hintsFor(kind, d.property, rule.selectors) : [];
       for (const c of found) {
-        tally.add(c.hex, weight, 'css');
-        for (const h of hints) tally.add(c.hex, 0, 'css', h);
+        declared.add(c.hex);
+        pending.push({ hex: c.hex, score: weight, source: 'css' });
+        for (const h of hints) pending.push({ hex: c.hex, score: 0, source: 'css', hint: h });
       }
     }
   }
+  const stock = stockColors(declared);
+  for (const p of pending) {
+    const hint = p.hint && stock.has(p.hex) ? { ...p.hint, strength: p.hint.strength * STOCK_FACTOR, from: `${p.hint.from ?? 'rules'} (a framework's stock colour)` } : p.hint;
+    tally.add(p.hex, p.score, p.source, hint, p.variable);
+  }
+  const theme = themeColors.map((t) => parseColorText(t.trim())).find((c) => c && visible(c.a));
+  // A white or black theme-color is the browser chrome's, not a brand colour.
+  if (theme) tally.add(toHex(theme), 3, 'theme_color', brandable(toHex(theme)) ? { role: 'primary', strength: 5, from: 'theme-color' } : undefined);
   if (page?.document) tallyUsage(tally, page.document as unknown as Element, page.cascadeRules, vars);
 }
