@@ -8,7 +8,8 @@ import { DEFAULT_FETCH_LIMITS, type FetchLimits } from './fetch.js';
 import { extractFonts } from './fonts.js';
 import { dominantPalette } from './images.js';
 import { collectLogos, rankLogos } from './logos.js';
-import { pickName } from './name.js';
+import { weighName, type NamePick } from './name.js';
+import { nameWarning, primaryWarning } from './confidence.js';
 import { ColorTally, tallyPage } from './palette.js';
 import { KIT_FILE } from './rules.js';
 import { BrandKitSchema, type BrandKit } from './schema.js';
@@ -21,9 +22,9 @@ const clean = (s: string | null | undefined, max: number): string | null => {
   return t ? t.slice(0, max) : null;
 };
 
-function siteName(site: SiteData): string | null {
+function weighSiteName(site: SiteData): NamePick | null {
   const { title, metas, nameSignals } = site.page;
-  return clean(pickName({ title, metas, manifest: site.manifest, signals: nameSignals, hostname: new URL(site.finalUrl).hostname }), 200);
+  return weighName({ title, metas, manifest: site.manifest, signals: nameSignals, hostname: new URL(site.finalUrl).hostname });
 }
 
 function siteDescription(site: SiteData): string | null {
@@ -56,6 +57,7 @@ export function createBrandKitRunner(
     ctx.progress(0.02);
 
     let site: SiteData | null = null;
+    let namePick: NamePick | null = null;
     let fonts: ReturnType<typeof extractFonts> = { fonts: [], services: [] };
     let logos: Awaited<ReturnType<typeof collectLogos>> = { logos: [], outputs: [] };
     if (url) {
@@ -77,7 +79,8 @@ export function createBrandKitRunner(
         fonts = { ...fonts, fonts: applyRenderedFonts(fonts.fonts, rendered.computed) };
       }
       ctx.progress(0.55 * pageShare);
-      logos = await collectLogos(rankLogos(site.page.logos, siteName(site)), fetcher, ctx.workDir, warnings, (f) => ctx.progress((0.55 + 0.4 * f) * pageShare));
+      namePick = weighSiteName(site);
+      logos = await collectLogos(rankLogos(site.page.logos, clean(namePick?.name, 200)), fetcher, ctx.workDir, warnings, (f) => ctx.progress((0.55 + 0.4 * f) * pageShare));
       stopIfAborted(ctx.signal);
     }
 
@@ -97,11 +100,14 @@ export function createBrandKitRunner(
     }
 
     const { colors, roles } = tally.palette(url ? 10 : 8);
+    // How sure the kit is of the name and the primary colour, said where it is not (page runs),
+    // first: a page's many stylesheet warnings must not crowd them out.
+    const doubts = url ? [nameWarning(namePick), primaryWarning(tally, roles.primary)].filter((w): w is string => w !== null) : [];
     const kit: BrandKit = {
       object: 'brand_kit',
       schema_version: 1,
       source: { url, final_url: site?.finalUrl ?? null, stylesheets: site?.sheetUrls ?? [], files: files.map((f) => f.fileId) },
-      name: site ? siteName(site) : null,
+      name: clean(namePick?.name, 200),
       description: site ? siteDescription(site) : null,
       colors,
       roles,
@@ -109,7 +115,7 @@ export function createBrandKitRunner(
       font_services: fonts.services,
       logos: logos.logos,
       images,
-      warnings: warnings.slice(0, 50),
+      warnings: [...doubts, ...warnings].slice(0, 50),
     };
     const kitPath = path.join(ctx.workDir, KIT_FILE);
     await fs.writeFile(kitPath, `${JSON.stringify(kit, null, 2)}\n`);

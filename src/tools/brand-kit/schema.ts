@@ -110,7 +110,10 @@ export const BrandKitSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
-    warnings: Type.Array(Type.String(), { description: 'What could not be read (a stylesheet that failed, a logo that did not decode)' }),
+    warnings: Type.Array(Type.String(), {
+      description:
+        'First, how sure the kit is where it is not: the name or the primary colour resting on one signal ("rests on one signal (the <title>)") or on signals that disagree ("is uncertain (from ...): X has nearly as much support (from ...)"); then what could not be read (a stylesheet that failed, a logo that did not decode)',
+    }),
   },
   { additionalProperties: false, $id: 'BrandKit', title: 'brand_kit' },
 );
