@@ -56,8 +56,8 @@ export function removeWorkDirs(): void {
   for (const d of workDirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 }
 
-/** The kit of one page, from the runner called directly (loopback allowed). */
-export async function kitOf(url: string): Promise<BrandKit> {
+/** The kit of one page, from the runner called directly (loopback allowed); with a browser, in the render mode. */
+export async function kitOf(url: string, opts: { browserPath?: string } = {}): Promise<BrandKit> {
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-bk-class-'));
   workDirs.push(workDir);
   const ctx: RunContext = {
@@ -71,6 +71,7 @@ export async function kitOf(url: string): Promise<BrandKit> {
     media: resolveMediaBinaries(),
     logger: pino({ level: 'silent' }),
     outbound: { allowPrivate: true },
+    browserPath: opts.browserPath ?? null,
     limits: { ffmpegThreads: 2, maxOutputBytes: 4 * 1024 ** 3 },
   };
   const outputs = await createBrandKitRunner()(ctx);
