@@ -4,7 +4,7 @@ import { cleanTitle, PAGE_WORDS, SEPARATORS, type NameSignal } from './html.js';
  * The site's name, picked by agreement: every place that may name the site (meta names, the web
  * app manifest, the parts of the <title>, the wordmark and logo text in the header, the first
  * heading, the domain) gives a candidate with a weight; candidates that read the same once cleaned
- * ("CodeMirror 5", "Quark Documentation", "Nova by Studio Ten", "Lumen Logo") add up, and the
+ * ("Widgetry 5", "Quark Documentation", "Nova by Studio Ten", "Lumen Logo") add up, and the
  * heaviest wins. So a publisher's og:site_name loses to the wordmark, logo and title that agree,
  * and a bare domain title gives way to the name the page shows.
  */
@@ -76,8 +76,8 @@ const formOf = (g: Group) =>
 
 /**
  * Every candidate with its weight; a name the page marks as its brand (wordmark, logo text) also
- * takes the weight of longer candidates that begin with its words: "Yelp & Open Source" and
- * "Yelp Open Source" are Yelp's pages when the header's logo says "Yelp".
+ * takes the weight of longer candidates that begin with its words: "Harbor & Open Source" and
+ * "Harbor Open Source" are Harbor's pages when the header's logo says "Harbor".
  */
 export function weighName(src: NameSources): NamePick | null {
   const groups = new Map<string, Group>();
