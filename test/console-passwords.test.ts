@@ -2,37 +2,25 @@
 // the most common breached passwords (a bundled list), not one short run repeated or a run of
 // consecutive characters, and does not contain the local part of the member's email.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createInvite } from '../src/console/invites.js';
 import { addMember } from '../src/teams/repository.js';
 import { ConsoleClient, STRONG_PASSWORD, tokenOf } from './helpers/console.js';
-import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import { consoleSuite } from './helpers/console-suite.js';
 import { assertError } from './helpers/error-envelope.js';
 import { makeTeam } from './helpers/fixtures.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { startTestServer } from './helpers/server.js';
 
-let database: TestDatabase;
-let s: TestServer;
-
-before(async () => {
-  database = await createTestDatabase();
-  s = await startTestServer({ database });
-});
-after(async () => {
-  await s.close();
-  await database.db.close();
-});
-
-const db = () => database.db;
+const { database, db, url } = consoleSuite();
 
 async function invitedMember(email: string) {
   const team = await makeTeam(db());
   const member = await addMember(db(), { teamId: team.teamId, email, role: 'member' });
-  const invite = await createInvite(db(), s.url, member.id);
+  const invite = await createInvite(db(), url(), member.id);
   return { memberId: member.id, token: tokenOf(invite.invite_url) };
 }
 
-const accept = (token: string, password: string) => new ConsoleClient(s.url).call('POST', '/console/api/invites/accept', { token, password });
+const accept = (token: string, password: string) => new ConsoleClient(url()).call('POST', '/console/api/invites/accept', { token, password });
 
 describe('setting a password through an invite link', () => {
   const refused: [string, RegExp][] = [
