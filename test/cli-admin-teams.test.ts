@@ -150,7 +150,7 @@ describe('toolrun admin member list', () => {
 describe('toolrun admin member invite', () => {
   const BASE = 'https://toolrun.example.test';
   const accept = (token: string) =>
-    cli.api.app.inject({ method: 'POST', url: '/console/api/invites/accept', payload: { token, password: 'a long enough password' } });
+    cli.api.app.inject({ method: 'POST', url: '/console/api/invites/accept', payload: { token, password: 'a long enough password for tests' } });
   const tokenOf = (url: string) => url.slice(`${BASE}/console/invite#token=`.length);
 
   test('prints {"invite_url","expires_at"}: a 72-hour link under PUBLIC_BASE_URL that sets the password; a later link replaces it', async () => {

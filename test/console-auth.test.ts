@@ -123,10 +123,10 @@ describe('sign-in', () => {
     const b = await createTeam(db(), { name: 'Team B', plan: 'plus' });
     const ma = await addMember(db(), { teamId: a.id, email, role: 'owner' });
     const mb = await addMember(db(), { teamId: b.id, email, role: 'member' });
-    await new ConsoleClient(url()).accept(tokenOf((await createInvite(db(), url(), ma.id)).invite_url), 'password of team A');
-    await new ConsoleClient(url()).accept(tokenOf((await createInvite(db(), url(), mb.id)).invite_url), 'password of team B');
-    assert.equal((await new ConsoleClient(url()).signIn(email, 'password of team A')).team.id, a.id);
-    const inB = await new ConsoleClient(url()).signIn(email, 'password of team B');
+    await new ConsoleClient(url()).accept(tokenOf((await createInvite(db(), url(), ma.id)).invite_url), 'password of the first team');
+    await new ConsoleClient(url()).accept(tokenOf((await createInvite(db(), url(), mb.id)).invite_url), 'password of the second team');
+    assert.equal((await new ConsoleClient(url()).signIn(email, 'password of the first team')).team.id, a.id);
+    const inB = await new ConsoleClient(url()).signIn(email, 'password of the second team');
     assert.deepEqual([inB.team.id, inB.member.id, inB.member.role], [b.id, mb.id, 'member']);
   });
 
