@@ -1,7 +1,8 @@
 // The operator CLI's team, Sparks and member commands as real child processes
 // (`node bin/toolrun.js admin ...`): their JSON, and the exit codes and messages of their
-// refusals. API keys: cli-admin-keys.test.ts; configuration errors and `migrate`:
-// cli-migrate.test.ts; the embedded-PostgreSQL path: cli-embedded.test.ts.
+// refusals. API keys: cli-admin-keys.test.ts; invite links: cli-admin-invite.test.ts;
+// configuration errors and `migrate`: cli-migrate.test.ts; the embedded-PostgreSQL path:
+// cli-embedded.test.ts.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -147,37 +148,7 @@ describe('toolrun admin member list', () => {
   });
 });
 
-describe('toolrun admin member invite', () => {
-  const BASE = 'https://toolrun.example.test';
-  const accept = (token: string) =>
-    cli.api.app.inject({ method: 'POST', url: '/console/api/invites/accept', payload: { token, password: 'a long enough password' } });
-  const tokenOf = (url: string) => url.slice(`${BASE}/console/invite#token=`.length);
-
-  test('prints {"invite_url","expires_at"}: a 72-hour link under PUBLIC_BASE_URL that sets the password; a later link replaces it', async () => {
-    const team = await createTeam();
-    const owner = await addMember(team.id, 'owner');
-    const first = await ok<{ invite_url: string; expires_at: string }>(['admin', 'member', 'invite', '--member', owner.id], { PUBLIC_BASE_URL: BASE });
-    assert.deepEqual(sortedKeys(first), ['expires_at', 'invite_url']);
-    assert.match(first.invite_url, /^https:\/\/toolrun\.example\.test\/console\/invite#token=[A-Za-z0-9_-]{43}$/);
-    const hours = (Date.parse(first.expires_at) - Date.now()) / 3_600_000;
-    assert.ok(hours > 71.9 && hours <= 72, `valid for ${hours} h`);
-    const second = await ok<{ invite_url: string }>(['admin', 'member', 'invite', '--member', owner.id], { PUBLIC_BASE_URL: BASE });
-    assert.equal((await accept(tokenOf(first.invite_url))).statusCode, 404, 'the earlier link stopped working');
-    const res = await accept(tokenOf(second.invite_url));
-    assert.equal(res.statusCode, 200, res.body);
-    assert.equal(res.json<{ member: { id: string } }>().member.id, owner.id);
-  });
-
-  test('an unknown or removed member is refused; a malformed id is a usage error', async () => {
-    await refused(['admin', 'member', 'invite', '--member', randomUUID()], 1, /no active member/);
-    await refused(['admin', 'member', 'invite', '--member', 'nope'], EX_USAGE, /--member must be an id/);
-    const team = await createTeam();
-    await addMember(team.id, 'owner');
-    const admin = await addMember(team.id, 'admin');
-    await ok(['admin', 'member', 'remove', '--member', admin.id]);
-    await refused(['admin', 'member', 'invite', '--member', admin.id], 1, /no active member/);
-  });
-
+describe('toolrun admin member: owners', () => {
   test('the last owner is neither demoted nor removed', async () => {
     const team = await createTeam();
     const owner = await addMember(team.id, 'owner');

@@ -4,41 +4,41 @@
 // member sees every page without actions; the keyboard reaches and works every control; axe-core
 // finds no serious or critical violation on any page. The screenshots in docs/console come from here.
 import assert from 'node:assert/strict';
-import { after, before, describe, test, type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { addMember, createTeam } from '../src/teams/repository.js';
 import { axeScan, launchBrowser, newPage, screenshot, seriousViolations } from './helpers/browser.js';
 import { acceptInvite, consoleBackendPresent, createKey, inviteLinkFor, openPage, signIn } from './helpers/console-browser.js';
+import { consoleSuite } from './helpers/console-suite.js';
 import { bearer } from './helpers/fixtures.js';
 import { killLiveChildren } from './helpers/process.js';
 import { closeReceivers, Receiver } from './helpers/receiver.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
 
 const MISSING = 'the /console/api back end is not in this tree (GET /console/api/session is an unknown path)';
 const OWNER_PASSWORD = 'owner password 4 the console';
 const MEMBER_PASSWORD = 'member password 4 the console';
 
-let s: TestServer;
 let present = false;
 let browser: Browser | null = null;
 let owner: { page: Page; problems: string[] } | null = null;
 const team = { id: '', ownerId: '', ownerEmail: 'ada@example.test', memberId: '', memberEmail: 'grace@example.test' };
 
-before(async () => {
-  s = await startTestServer({ env: { TOOLRUN_ALLOW_PRIVATE_NETWORK: '1' } });
-  present = await consoleBackendPresent(s.url);
-  if (!present) return;
-  browser = await launchBrowser();
-  const t = await createTeam(s.database.db, { name: 'Acme Studio', plan: 'pro', sparks: 500 });
-  team.id = t.id;
-  team.ownerId = (await addMember(s.database.db, { teamId: t.id, email: team.ownerEmail, role: 'owner' })).id;
-  team.memberId = (await addMember(s.database.db, { teamId: t.id, email: team.memberEmail, role: 'member' })).id;
-});
-after(async () => {
-  await browser?.close();
-  killLiveChildren();
-  await closeReceivers();
-  await s.close();
+const { server, url } = consoleSuite({
+  env: { TOOLRUN_ALLOW_PRIVATE_NETWORK: '1' },
+  async setUp(s) {
+    present = await consoleBackendPresent(s.url);
+    if (!present) return;
+    browser = await launchBrowser();
+    const t = await createTeam(s.database.db, { name: 'Acme Studio', plan: 'pro', sparks: 500 });
+    team.id = t.id;
+    team.ownerId = (await addMember(s.database.db, { teamId: t.id, email: team.ownerEmail, role: 'owner' })).id;
+    team.memberId = (await addMember(s.database.db, { teamId: t.id, email: team.memberEmail, role: 'member' })).id;
+  },
+  async tearDown() {
+    await browser?.close();
+    killLiveChildren();
+    await closeReceivers();
+  },
 });
 
 function ownerPage(t: TestContext): Page | null {
@@ -60,8 +60,8 @@ describe('the console in Chromium', () => {
     assert.ok(browser);
     owner = await newPage(browser);
     const { page } = owner;
-    const link = await inviteLinkFor(s, team.ownerId);
-    assert.ok(link.startsWith(`${s.url}/console/invite#token=`), link);
+    const link = await inviteLinkFor(server(), team.ownerId);
+    assert.ok(link.startsWith(`${url()}/console/invite#token=`), link);
 
     // Too short a password is refused next to the field.
     await page.goto(link);
@@ -104,7 +104,7 @@ describe('the console in Chromium', () => {
     await page.getByLabel('Password').fill('not the password at all');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').filter({ hasText: /\S/ }).waitFor();
-    await signIn(page, s.url, team.ownerEmail, OWNER_PASSWORD);
+    await signIn(page, url(), team.ownerEmail, OWNER_PASSWORD);
     assert.deepEqual(owner.problems, []);
   });
 
@@ -124,7 +124,7 @@ describe('the console in Chromium', () => {
     const key = await createKey(page, 'Render farm', '120');
     assert.match(key, /^svc_test_/);
     await page.getByText('shown only once').waitFor();
-    const me = await fetch(`${s.url}/v1/me`, { headers: bearer(key) });
+    const me = await fetch(`${url()}/v1/me`, { headers: bearer(key) });
     assert.equal(me.status, 200);
     const body = (await me.json()) as { member?: { email?: string }; team?: { id?: string } };
     assert.equal(body.team?.id, team.id);
@@ -149,7 +149,7 @@ describe('the console in Chromium', () => {
     await dialog.getByRole('button', { name: 'Revoke key' }).click();
     await dialog.waitFor({ state: 'detached' });
     await row.waitFor({ state: 'detached' });
-    const revoked = await fetch(`${s.url}/v1/me`, { headers: bearer(key) });
+    const revoked = await fetch(`${url()}/v1/me`, { headers: bearer(key) });
     assert.equal(revoked.status, 401);
     assert.equal(((await revoked.json()) as { error: { code: string } }).error.code, 'invalid_api_key');
   });
@@ -183,7 +183,7 @@ describe('the console in Chromium', () => {
     await page.getByLabel('Email').fill('linus@example.test');
     await page.getByRole('button', { name: 'Create invite link' }).click();
     const link = await page.getByRole('textbox', { name: /Invite link for linus@example.test/ }).inputValue();
-    assert.ok(link.startsWith(`${s.url}/console/invite#token=`), link);
+    assert.ok(link.startsWith(`${url()}/console/invite#token=`), link);
     await page.getByRole('button', { name: 'Done' }).click();
     await page.getByRole('button', { name: 'Remove linus@example.test' }).click();
     const dialog = page.getByRole('dialog', { name: /Remove linus@example.test/ });
@@ -201,7 +201,7 @@ describe('the console in Chromium', () => {
     if (!present) return t.skip(MISSING);
     assert.ok(browser);
     const { page, problems } = await newPage(browser);
-    await acceptInvite(page, await inviteLinkFor(s, team.memberId), MEMBER_PASSWORD);
+    await acceptInvite(page, await inviteLinkFor(server(), team.memberId), MEMBER_PASSWORD);
     await openPage(page, 'API keys');
     await page.getByText('Only owners and admins create and revoke keys.').waitFor();
     assert.equal(await page.getByRole('button', { name: 'Create key' }).count(), 0);

@@ -4,27 +4,15 @@
 // revoked; a member sees the reset links made for them.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createInvite } from '../src/console/invites.js';
 import { ConsoleClient, signedInMember, STRONG_PASSWORD, tokenOf, type SignedInMember } from './helpers/console.js';
-import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import { consoleSuite } from './helpers/console-suite.js';
 import { assertError } from './helpers/error-envelope.js';
 import { makeTeam } from './helpers/fixtures.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { startTestServer } from './helpers/server.js';
 
-let database: TestDatabase;
-let s: TestServer;
-
-before(async () => {
-  database = await createTestDatabase();
-  s = await startTestServer({ database });
-});
-after(async () => {
-  await s.close();
-  await database.db.close();
-});
-
-const db = () => database.db;
+const { database, db, url } = consoleSuite();
 
 interface Added {
   member: { id: string; email: string; role: string };
@@ -52,8 +40,8 @@ interface ResetNotice {
 /** A team with a signed-in owner and a signed-in admin. */
 async function ownerAndAdmin(): Promise<{ owner: SignedInMember; admin: SignedInMember; teamId: string }> {
   const team = await makeTeam(db());
-  const owner = await signedInMember(s.url, db(), team.teamId, 'owner');
-  const admin = await signedInMember(s.url, db(), team.teamId, 'admin');
+  const owner = await signedInMember(url(), db(), team.teamId, 'owner');
+  const admin = await signedInMember(url(), db(), team.teamId, 'admin');
   return { owner, admin, teamId: team.teamId };
 }
 
@@ -63,8 +51,8 @@ async function add(by: SignedInMember, role = 'member'): Promise<Added> {
   return res.json<Added>();
 }
 
-const accept = (url: string, password = 'the password someone chose') =>
-  new ConsoleClient(s.url).call('POST', '/console/api/invites/accept', { token: tokenOf(url), password });
+const accept = (link: string, password = 'the password someone chose') =>
+  new ConsoleClient(url()).call('POST', '/console/api/invites/accept', { token: tokenOf(link), password });
 
 describe('item 1: a link is bound to the role the member had when it was made', () => {
   test("an admin's link for a member stops working once an owner promotes the member to owner", async () => {
@@ -87,7 +75,7 @@ describe('item 1: a link is bound to the role the member had when it was made', 
 
   test('variant: the member has a password; an admin cannot mint a link that resets it; an owner\'s reset link dies with a promotion', async () => {
     const { owner, admin, teamId } = await ownerAndAdmin();
-    const m = await signedInMember(s.url, db(), teamId, 'member');
+    const m = await signedInMember(url(), db(), teamId, 'member');
     const refused = assertError(await admin.client.call('POST', `/console/api/members/${m.memberId}/invite`), 403, 'insufficient_role');
     assert.equal(refused.details?.required_role, 'owner');
     const reset = await owner.client.call('POST', `/console/api/members/${m.memberId}/invite`);
@@ -95,7 +83,7 @@ describe('item 1: a link is bound to the role the member had when it was made', 
     assert.equal((await owner.client.call('PATCH', `/console/api/members/${m.memberId}`, { role: 'owner' })).statusCode, 200);
     assertError(await accept(reset.json<{ invite_url: string }>().invite_url), 404, 'invite_invalid');
     // The member's own password still signs in: nothing was reset.
-    await new ConsoleClient(s.url).signIn(m.email);
+    await new ConsoleClient(url()).signIn(m.email);
   });
 
   test('a link an admin made before the member had a password does not set one over it', async () => {
@@ -105,10 +93,10 @@ describe('item 1: a link is bound to the role the member had when it was made', 
     // back to live (as if two links had raced): accepting must still refuse it.
     const ownerLink = await owner.client.call('POST', `/console/api/members/${added.member.id}/invite`);
     assert.equal(ownerLink.statusCode, 201, ownerLink.body);
-    await new ConsoleClient(s.url).accept(tokenOf(ownerLink.json<{ invite_url: string }>().invite_url));
+    await new ConsoleClient(url()).accept(tokenOf(ownerLink.json<{ invite_url: string }>().invite_url));
     await db().pool.query('UPDATE member_invites SET revoked_at = NULL WHERE created_by = $1::uuid', [admin.memberId]);
     assertError(await accept(added.invite_url), 404, 'invite_invalid');
-    await new ConsoleClient(s.url).signIn(added.member.email);
+    await new ConsoleClient(url()).signIn(added.member.email);
   });
 });
 
@@ -119,7 +107,7 @@ describe('item 2: links do not outlive their maker, and resets are seen', () => 
     assert.equal((await owner.client.call('DELETE', `/console/api/members/${admin.memberId}`)).statusCode, 200);
     assertError(await accept(byRemoved.invite_url), 404, 'invite_invalid');
 
-    const admin2 = await signedInMember(s.url, db(), teamId, 'admin');
+    const admin2 = await signedInMember(url(), db(), teamId, 'admin');
     const byDemoted = await add(admin2);
     assert.equal((await owner.client.call('PATCH', `/console/api/members/${admin2.memberId}`, { role: 'member' })).statusCode, 200);
     assertError(await accept(byDemoted.invite_url), 404, 'invite_invalid');
@@ -151,9 +139,9 @@ describe('item 2: links do not outlive their maker, and resets are seen', () => 
     assert.equal(list[0]?.expires_at, byAdmin.expires_at);
     assert.ok(!JSON.stringify(list).includes(tokenOf(byAdmin.invite_url)), 'the list never carries a token');
     assert.equal((await admin.client.call('GET', '/console/api/invites')).statusCode, 200);
-    const m = await signedInMember(s.url, db(), teamId, 'member');
+    const m = await signedInMember(url(), db(), teamId, 'member');
     assertError(await m.client.call('GET', '/console/api/invites'), 403, 'insufficient_role');
-    assertError(await new ConsoleClient(s.url).call('GET', '/console/api/invites'), 401, 'session_required');
+    assertError(await new ConsoleClient(url()).call('GET', '/console/api/invites'), 401, 'session_required');
     // Another team sees none of them.
     const other = await ownerAndAdmin();
     assert.deepEqual((await other.owner.client.call('GET', '/console/api/invites')).json<{ data: PendingLink[] }>().data, []);
@@ -166,7 +154,7 @@ describe('item 2: links do not outlive their maker, and resets are seen', () => 
     assert.ok(link);
     const other = await ownerAndAdmin();
     assertError(await other.owner.client.call('POST', `/console/api/invites/${link.id}/revoke`), 404, 'invite_invalid');
-    const m = await signedInMember(s.url, db(), teamId, 'member');
+    const m = await signedInMember(url(), db(), teamId, 'member');
     assertError(await m.client.call('POST', `/console/api/invites/${link.id}/revoke`), 403, 'insufficient_role');
     assertError(await owner.client.call('POST', `/console/api/invites/${link.id}/revoke`, undefined, { 'x-csrf-token': null }), 403, 'csrf_failed');
     const bad = assertError(await owner.client.call('POST', '/console/api/invites/not-a-uuid/revoke'), 422, 'invalid_request');
@@ -188,7 +176,7 @@ describe('item 2: links do not outlive their maker, and resets are seen', () => 
 
   test('the member sees the reset links made for them, by whom, and when one was used', async () => {
     const { owner, teamId } = await ownerAndAdmin();
-    const m = await signedInMember(s.url, db(), teamId, 'member');
+    const m = await signedInMember(url(), db(), teamId, 'member');
     const before = await m.client.call('GET', '/console/api/password-resets');
     assert.equal(before.statusCode, 200, before.body);
     assert.deepEqual(before.json<{ data: ResetNotice[] }>().data, [], 'the first invite is not a reset');
@@ -198,22 +186,22 @@ describe('item 2: links do not outlive their maker, and resets are seen', () => 
     const made = (await m.client.call('GET', '/console/api/password-resets')).json<{ data: ResetNotice[] }>().data;
     assert.deepEqual(made.map((n) => [n.created_by?.email, n.expires_at, n.used_at, n.revoked_at]), [[owner.email, reset.expires_at, null, null]]);
     // Used: the member's sessions end; at the next sign-in the notice says it was used.
-    await new ConsoleClient(s.url).accept(tokenOf(reset.invite_url), 'a reset password of mine');
+    await new ConsoleClient(url()).accept(tokenOf(reset.invite_url), 'a reset password of mine');
     assertError(await m.client.call('GET', '/console/api/password-resets'), 401, 'session_required');
-    const again = new ConsoleClient(s.url);
+    const again = new ConsoleClient(url());
     await again.signIn(m.email, 'a reset password of mine');
     const used = (await again.call('GET', '/console/api/password-resets')).json<{ data: ResetNotice[] }>().data;
     assert.equal(used.length, 1);
     assert.ok(used[0]?.used_at, 'used_at is set');
-    assertError(await new ConsoleClient(s.url).call('GET', '/console/api/password-resets'), 401, 'session_required');
+    assertError(await new ConsoleClient(url()).call('GET', '/console/api/password-resets'), 401, 'session_required');
   });
 
   test("an operator's link (toolrun admin member invite) is listed with no maker and still works", async () => {
     const { owner, teamId } = await ownerAndAdmin();
-    const m = await signedInMember(s.url, db(), teamId, 'member');
-    const cli = await createInvite(db(), s.url, m.memberId);
+    const m = await signedInMember(url(), db(), teamId, 'member');
+    const cli = await createInvite(db(), url(), m.memberId);
     const list = (await owner.client.call('GET', '/console/api/invites')).json<{ data: PendingLink[] }>().data;
     assert.deepEqual(list.map((l) => [l.member.id, l.created_by, l.resets_password]), [[m.memberId, null, true]]);
-    assert.equal((await new ConsoleClient(s.url).accept(tokenOf(cli.invite_url), STRONG_PASSWORD + '!')).member.id, m.memberId);
+    assert.equal((await new ConsoleClient(url()).accept(tokenOf(cli.invite_url), STRONG_PASSWORD + '!')).member.id, m.memberId);
   });
 });

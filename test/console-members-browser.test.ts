@@ -4,41 +4,40 @@
 // was made for sees it on their Overview. Writes docs/console/members-links.png and
 // docs/console/overview-reset-notice.png.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { createInvite } from '../src/console/invites.js';
 import { addMember, createTeam } from '../src/teams/repository.js';
 import { axeScan, launchBrowser, newPage, screenshot, seriousViolations } from './helpers/browser.js';
 import { ConsoleClient, tokenOf } from './helpers/console.js';
 import { acceptInvite, openPage, signIn } from './helpers/console-browser.js';
+import { consoleSuite } from './helpers/console-suite.js';
 import { assertError } from './helpers/error-envelope.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
 
 const OWNER_PASSWORD = 'owner password 4 the console';
 const ADMIN_PASSWORD = 'admin password 4 the console';
 const MEMBER_PASSWORD = 'member password 4 the console';
 
-let s: TestServer;
 let browser: Browser;
 const team = { ownerEmail: 'ada@example.test', adminEmail: 'grace@example.test', memberEmail: 'linus@example.test', ownerLink: '' };
 let admin: ConsoleClient;
 
-before(async () => {
-  s = await startTestServer({});
-  browser = await launchBrowser();
-  const db = s.database.db;
-  const t = await createTeam(db, { name: 'Acme Studio', plan: 'pro', sparks: 500 });
-  const owner = await addMember(db, { teamId: t.id, email: team.ownerEmail, role: 'owner' });
-  team.ownerLink = (await createInvite(db, s.url, owner.id)).invite_url;
-  const a = await addMember(db, { teamId: t.id, email: team.adminEmail, role: 'admin' });
-  admin = new ConsoleClient(s.url);
-  await admin.accept(tokenOf((await createInvite(db, s.url, a.id)).invite_url), ADMIN_PASSWORD);
-  const m = await addMember(db, { teamId: t.id, email: team.memberEmail, role: 'member' });
-  await new ConsoleClient(s.url).accept(tokenOf((await createInvite(db, s.url, m.id)).invite_url), MEMBER_PASSWORD);
-});
-after(async () => {
-  await browser?.close();
-  await s.close();
+const { url } = consoleSuite({
+  async setUp(s) {
+    browser = await launchBrowser();
+    const db = s.database.db;
+    const t = await createTeam(db, { name: 'Acme Studio', plan: 'pro', sparks: 500 });
+    const owner = await addMember(db, { teamId: t.id, email: team.ownerEmail, role: 'owner' });
+    team.ownerLink = (await createInvite(db, s.url, owner.id)).invite_url;
+    const a = await addMember(db, { teamId: t.id, email: team.adminEmail, role: 'admin' });
+    admin = new ConsoleClient(s.url);
+    await admin.accept(tokenOf((await createInvite(db, s.url, a.id)).invite_url), ADMIN_PASSWORD);
+    const m = await addMember(db, { teamId: t.id, email: team.memberEmail, role: 'member' });
+    await new ConsoleClient(s.url).accept(tokenOf((await createInvite(db, s.url, m.id)).invite_url), MEMBER_PASSWORD);
+  },
+  async tearDown() {
+    await browser?.close();
+  },
 });
 
 describe('pending invite links in Chromium', () => {
@@ -78,14 +77,14 @@ describe('pending invite links in Chromium', () => {
     await alan.waitFor({ state: 'detached' });
     await page.getByRole('status').filter({ hasText: 'The link for alan@example.test was revoked.' }).waitFor();
     const alanLink = byAdmin.json<{ invite_url: string }>().invite_url;
-    assertError(await new ConsoleClient(s.url).call('POST', '/console/api/invites/accept', { token: tokenOf(alanLink), password: 'a passphrase nobody guesses' }), 404, 'invite_invalid');
+    assertError(await new ConsoleClient(url()).call('POST', '/console/api/invites/accept', { token: tokenOf(alanLink), password: 'a passphrase nobody guesses' }), 404, 'invite_invalid');
     assert.deepEqual(problems, []);
     await page.context().close();
   });
 
   test('the member a reset link was made for sees it on the Overview, with who made it', async () => {
     const { page, problems } = await newPage(browser);
-    await signIn(page, s.url, team.memberEmail, MEMBER_PASSWORD);
+    await signIn(page, url(), team.memberEmail, MEMBER_PASSWORD);
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
     const notice = page.getByRole('region', { name: 'Password reset links were made for you' });
     await notice.waitFor();

@@ -2,10 +2,10 @@
 // secret or an invite link, on /v1 and in the console, and on every console answer behind a
 // session: no browser or proxy cache may keep them. Over real sockets.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { AnsweredRequest } from './helpers/error-envelope.js';
 import { signedInMember } from './helpers/console.js';
-import { db, ownerOf, s, startConsoleSettingsServer } from './helpers/console-settings.js';
+import { consoleSettingsSuite } from './helpers/console-settings.js';
 import { bearer } from './helpers/fixtures.js';
 import { closeReceivers, Receiver } from './helpers/receiver.js';
 import { socketRequest } from './helpers/socket-request.js';
@@ -13,13 +13,11 @@ import { webhookTeam } from './helpers/webhooks.js';
 
 let receiver: Receiver;
 
-before(async () => {
-  await startConsoleSettingsServer();
-  receiver = await Receiver.start();
-});
-after(async () => {
-  await closeReceivers();
-  await s.close();
+const { db, ownerOf, url } = consoleSettingsSuite({
+  async setUp() {
+    receiver = await Receiver.start();
+  },
+  tearDown: closeReceivers,
 });
 
 function assertNoStore(res: AnsweredRequest, what: string): void {
@@ -31,7 +29,7 @@ describe('no-store', () => {
   test('/v1: creating a webhook endpoint and rotating its secret', async () => {
     const team = await webhookTeam(db());
     const call = (method: string, path: string, body?: unknown) =>
-      socketRequest(s.url, path, {
+      socketRequest(url(), path, {
         method,
         headers: { ...bearer(team.key), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -59,7 +57,7 @@ describe('no-store', () => {
     const link = await o.client.call('POST', `/console/api/members/${memberId}/invite`);
     assertNoStore(link, 'POST /console/api/members/:id/invite');
     assert.match(link.json<{ invite_url: string }>().invite_url, /#token=/);
-    const member = await signedInMember(s.url, db(), o.session.team.id, 'member');
+    const member = await signedInMember(url(), db(), o.session.team.id, 'member');
     for (const path of [
       '/console/api/session',
       '/console/api/overview',

@@ -4,17 +4,12 @@
 // security policy, and the first page's JavaScript stays under 150 KB compressed.
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { consoleSuite } from './helpers/console-suite.js';
 import { consoleCsp, storageOrigin } from '../src/console/pages.js';
 
-let s: TestServer;
-
-before(async () => {
-  s = await startTestServer();
-});
-after(() => s.close());
+const { url } = consoleSuite();
 
 interface Fetched {
   status: number;
@@ -25,7 +20,7 @@ interface Fetched {
 /** The bytes as sent, over node:http (fetch would undo the gzip itself). */
 function get(path: string, opts: { gzip?: boolean } = {}): Promise<Fetched> {
   return new Promise((resolve, reject) => {
-    const req = http.get(`${s.url}${path}`, { headers: { 'accept-encoding': opts.gzip ? 'gzip' : 'identity' } }, (res) => {
+    const req = http.get(`${url()}${path}`, { headers: { 'accept-encoding': opts.gzip ? 'gzip' : 'identity' } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
@@ -151,7 +146,7 @@ describe('console pages', () => {
 
   test('other methods on a /console/api path no route has: 404 not_found too, not 405', async () => {
     for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
-      const res = await fetch(`${s.url}/console/api/nope`, { method });
+      const res = await fetch(`${url()}/console/api/nope`, { method });
       assert.equal(res.status, 404, method);
       const body = (await res.json()) as { error: { code: string; request_id: string } };
       assert.equal(body.error.code, 'not_found', method);

@@ -3,22 +3,20 @@
 // playground uploads also take from tighter lanes. Over a limit: 429 rate_limited with
 // Retry-After in the spec's envelope. Other members, and the member's other requests, go on.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { CONSOLE_RATES } from '../src/console/rate-limit.js';
 import { signedInMember } from './helpers/console.js';
-import { db, ownerOf, s, startConsoleSettingsServer } from './helpers/console-settings.js';
+import { consoleSettingsSuite } from './helpers/console-settings.js';
 import { assertError } from './helpers/error-envelope.js';
 import { closeReceivers, Receiver } from './helpers/receiver.js';
 
 let receiver: Receiver;
 
-before(async () => {
-  await startConsoleSettingsServer();
-  receiver = await Receiver.start();
-});
-after(async () => {
-  await closeReceivers();
-  await s.close();
+const { db, ownerOf, url } = consoleSettingsSuite({
+  async setUp() {
+    receiver = await Receiver.start();
+  },
+  tearDown: closeReceivers,
 });
 
 const retryAfterOf = (headers: Record<string, unknown>) => Number(headers['retry-after']);
@@ -47,7 +45,7 @@ describe('console rate limit', () => {
       assert.equal(res.statusCode, 200, `${path}: ${res.body}`);
     }
     // Another admin of the same team has a bucket of their own.
-    const admin = await signedInMember(s.url, db(), o.session.team.id, 'admin');
+    const admin = await signedInMember(url(), db(), o.session.team.id, 'admin');
     const tested = await admin.client.call('POST', `/console/api/webhooks/${ep.id}/test`);
     assert.equal(tested.statusCode, 200, tested.body);
   });
@@ -65,14 +63,14 @@ describe('console rate limit', () => {
     assert.ok(retryAfterOf(refused.headers) >= 1);
     // Completing an upload counts as one too: refused before its body is even read.
     assertError(await o.client.call('POST', '/console/api/files/00000000-0000-4000-8000-000000000000/complete', { upload_id: 'x', parts: [] }), 429, 'rate_limited');
-    const member = await signedInMember(s.url, db(), o.session.team.id, 'member');
+    const member = await signedInMember(url(), db(), o.session.team.id, 'member');
     assert.equal((await start(member.client)).statusCode, 201);
     assert.equal((await o.client.call('GET', '/console/api/tools')).statusCode, 200);
   });
 
   test('every session request takes from the member bucket: an empty one answers 429, other members and public routes go on', async () => {
     const o = await ownerOf();
-    const other = await signedInMember(s.url, db(), o.session.team.id, 'member');
+    const other = await signedInMember(url(), db(), o.session.team.id, 'member');
     assert.equal((await o.client.call('GET', '/console/api/session')).statusCode, 200);
     // The bucket row is in the table the keys' buckets are in; empty it, with no refill for a day.
     const { rowCount } = await db().pool.query(

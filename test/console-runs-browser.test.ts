@@ -8,7 +8,7 @@
 // docs/console come from here. Every wait is on state, never a fixed sleep.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { after, before, describe, test, type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import sharp from 'sharp';
 import type { RunWorker } from '../src/runs/worker.js';
@@ -16,18 +16,17 @@ import { updateTeam } from '../src/teams/repository.js';
 import { createToolRegistry } from '../src/tools/registry.js';
 import { axeScan, launchBrowser, newPage, screenshot, seriousViolations } from './helpers/browser.js';
 import { acceptInvite, clickRun, consoleBackendPresent, fillPlayground, inviteLinkFor, openPage } from './helpers/console-browser.js';
+import { consoleSuite } from './helpers/console-suite.js';
 import { api, uploadReadyFile } from './helpers/faults.js';
 import { makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { makePng } from './helpers/media.js';
 import { killLiveChildren } from './helpers/process.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
 import { startTestWorker } from './helpers/worker.js';
 
 const MISSING = 'the console runs back end (/console/api/runs) is not in this tree';
 const PASSWORD = 'owner password 4 the console';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-let s: TestServer;
 let present = false;
 let browser: Browser | null = null;
 let worker: RunWorker | null = null;
@@ -45,24 +44,24 @@ async function runsBackendPresent(baseUrl: string): Promise<boolean> {
   return res.status !== 404;
 }
 
-before(async () => {
-  s = await startTestServer();
-  present = await runsBackendPresent(s.url);
-  if (!present) return;
-  browser = await launchBrowser();
-  png = await makePng(64, 48);
-  team = await makeTeam(s.database.db, { plan: 'pro', sparks: 500 });
-  ceilingTeam = await makeTeam(s.database.db, { plan: 'pro', sparks: 500 });
-  await updateTeam(s.database.db.pool, ceilingTeam.teamId, { runsPerHour: 2 });
-  // Made on Pro (a key needs a paid plan), then moved to Free.
-  freeTeam = await makeTeam(s.database.db, { plan: 'pro', sparks: 50 });
-  await updateTeam(s.database.db.pool, freeTeam.teamId, { plan: 'free' });
-});
-after(async () => {
-  await worker?.stop(5_000);
-  await browser?.close();
-  killLiveChildren();
-  await s.close();
+const { server, url } = consoleSuite({
+  async setUp(s) {
+    present = await runsBackendPresent(s.url);
+    if (!present) return;
+    browser = await launchBrowser();
+    png = await makePng(64, 48);
+    team = await makeTeam(s.database.db, { plan: 'pro', sparks: 500 });
+    ceilingTeam = await makeTeam(s.database.db, { plan: 'pro', sparks: 500 });
+    await updateTeam(s.database.db.pool, ceilingTeam.teamId, { runsPerHour: 2 });
+    // Made on Pro (a key needs a paid plan), then moved to Free.
+    freeTeam = await makeTeam(s.database.db, { plan: 'pro', sparks: 50 });
+    await updateTeam(s.database.db.pool, freeTeam.teamId, { plan: 'free' });
+  },
+  async tearDown() {
+    await worker?.stop(5_000);
+    await browser?.close();
+    killLiveChildren();
+  },
 });
 
 function ownerPage(t: TestContext): Page | null {
@@ -93,7 +92,7 @@ describe('runs, playground and usage in Chromium', () => {
     if (!present) return t.skip(MISSING);
     assert.ok(browser);
     owner = await newPage(browser);
-    await acceptInvite(owner.page, await inviteLinkFor(s, team.memberId), PASSWORD);
+    await acceptInvite(owner.page, await inviteLinkFor(server(), team.memberId), PASSWORD);
     for (const link of ['Runs', 'Playground', 'Usage'] as const) await openPage(owner.page, link);
   });
 
@@ -149,14 +148,14 @@ describe('runs, playground and usage in Chromium', () => {
     if (!page) return;
     // The runs page follows the queued run to its end by itself, without reloading the page.
     await page.evaluate(() => ((window as unknown as { notReloaded: boolean }).notReloaded = true));
-    worker = await startTestWorker(s, createToolRegistry(), { concurrency: 2 });
+    worker = await startTestWorker(server(), createToolRegistry(), { concurrency: 2 });
     const first = page.getByRole('region', { name: 'Runs', exact: true }).locator('tbody tr').first();
     await first.getByText('Succeeded', { exact: true }).waitFor();
     assert.equal(await first.getByRole('progressbar').count(), 0, 'no progress bar on a final run');
     assert.equal(await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded), true);
 
     // The tool named in the address is the one chosen.
-    await page.goto(`${s.url}/console/playground?tool=image_upscale`);
+    await page.goto(`${url()}/console/playground?tool=image_upscale`);
     await page.getByRole('heading', { level: 1, name: 'Playground' }).waitFor();
     assert.equal(await page.getByLabel('Tool', { exact: true }).inputValue(), 'image_upscale');
     await fillPlayground(page, 'image_upscale', 'Image', { name: 'photo.png', buffer: png });
@@ -198,7 +197,7 @@ describe('runs, playground and usage in Chromium', () => {
     await screenshot(page, 'run');
 
     // An app run is not an API run: any key of the team gets 404 run_not_found.
-    const v1 = await api<{ error: { code: string } }>(s.url, team.key, 'GET', `/v1/runs/${runId}`);
+    const v1 = await api<{ error: { code: string } }>(url(), team.key, 'GET', `/v1/runs/${runId}`);
     assert.equal(v1.status, 404);
     assert.equal(v1.body.error.code, 'run_not_found');
 
@@ -219,7 +218,7 @@ describe('runs, playground and usage in Chromium', () => {
     await screenshot(page, 'runs');
     // A row leads to its run's page.
     await rows.nth(0).getByRole('link', { name: 'Upscale image' }).click();
-    await page.waitForURL(`${s.url}/console/runs/${runId}`);
+    await page.waitForURL(`${url()}/console/runs/${runId}`);
 
     // Usage: Sparks available, the chart of 30 days, runs per tool, the ledger.
     await openPage(page, 'Usage');
@@ -235,10 +234,10 @@ describe('runs, playground and usage in Chromium', () => {
   test('an API run of brand_kit_extract on an image: the run page draws the kit as colour swatches', async (t) => {
     const page = ownerPage(t);
     if (!page) return;
-    const fileId = await uploadReadyFile(s.url, team.key, png, 'brand.png', 'image/png');
-    const started = await api<{ id: string }>(s.url, team.key, 'POST', '/v1/tools/brand_kit_extract/runs', { inputs: { files: [fileId] } });
+    const fileId = await uploadReadyFile(url(), team.key, png, 'brand.png', 'image/png');
+    const started = await api<{ id: string }>(url(), team.key, 'POST', '/v1/tools/brand_kit_extract/runs', { inputs: { files: [fileId] } });
     assert.equal(started.status, 202, JSON.stringify(started.body));
-    await page.goto(`${s.url}/console/runs/${started.body.id}`);
+    await page.goto(`${url()}/console/runs/${started.body.id}`);
     await page.getByRole('heading', { level: 1, name: 'Extract brand kit' }).waitFor();
     await waitStatus(page, 'Succeeded');
     await page.getByRole('heading', { name: 'Colours' }).waitFor();
@@ -253,13 +252,13 @@ describe('runs, playground and usage in Chromium', () => {
     if (!present) return t.skip(MISSING);
     assert.ok(browser);
     const { page, problems } = await newPage(browser);
-    await acceptInvite(page, await inviteLinkFor(s, ceilingTeam.memberId), PASSWORD);
+    await acceptInvite(page, await inviteLinkFor(server(), ceilingTeam.memberId), PASSWORD);
     await openPage(page, 'Playground');
     await fillPlayground(page, 'image_upscale', 'Image', { name: 'first.png', buffer: png });
     await clickRun(page);
 
-    const fileId = await uploadReadyFile(s.url, ceilingTeam.key, png, 'second.png', 'image/png');
-    const second = await api(s.url, ceilingTeam.key, 'POST', '/v1/tools/image_upscale/runs', { inputs: { image: [fileId] } });
+    const fileId = await uploadReadyFile(url(), ceilingTeam.key, png, 'second.png', 'image/png');
+    const second = await api(url(), ceilingTeam.key, 'POST', '/v1/tools/image_upscale/runs', { inputs: { image: [fileId] } });
     assert.equal(second.status, 202, JSON.stringify(second.body));
 
     // The third through the console: 429, said next to the Run button.
@@ -275,7 +274,7 @@ describe('runs, playground and usage in Chromium', () => {
     assert.match(page.url(), /\/console\/playground/, 'no run page for a refused start');
 
     // And the third through /v1.
-    const third = await api<{ error: { code: string } }>(s.url, ceilingTeam.key, 'POST', '/v1/tools/image_upscale/runs', { inputs: { image: [fileId] } });
+    const third = await api<{ error: { code: string } }>(url(), ceilingTeam.key, 'POST', '/v1/tools/image_upscale/runs', { inputs: { image: [fileId] } });
     assert.equal(third.status, 429);
     assert.equal(third.body.error.code, 'rate_limited');
     assert.ok(third.headers.get('retry-after'), 'Retry-After on the 429');
@@ -310,7 +309,7 @@ describe('runs, playground and usage in Chromium', () => {
     if (!present) return t.skip(MISSING);
     assert.ok(browser);
     const { page, problems } = await newPage(browser);
-    await acceptInvite(page, await inviteLinkFor(s, freeTeam.memberId), PASSWORD);
+    await acceptInvite(page, await inviteLinkFor(server(), freeTeam.memberId), PASSWORD);
     await openPage(page, 'Playground');
     await page.getByRole('note').getByText(/Free plan/).waitFor();
     assert.equal(await page.getByLabel('Tool', { exact: true }).count(), 0);

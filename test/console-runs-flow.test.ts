@@ -5,21 +5,15 @@
 // refuses, and what app runs never show through, is in console-runs-guards.test.ts.)
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { updateTeam } from '../src/teams/repository.js';
 import { signedInMember } from './helpers/console.js';
 import {
-  apiRun,
   appRun,
   consoleGet,
-  consoleTeam,
+  consoleRunsSuite,
   consoleUpload,
-  db,
   finalRun,
-  s,
-  startConsoleRunsServer,
-  stopWorkers,
-  worker,
   type ListJson,
   type RunJson,
 } from './helpers/console-runs.js';
@@ -30,11 +24,7 @@ import { makePng } from './helpers/media.js';
 import { socketRequest } from './helpers/socket-request.js';
 import { waitFor } from './helpers/worker.js';
 
-before(startConsoleRunsServer);
-after(async () => {
-  await stopWorkers();
-  await s.close();
-});
+const { apiRun, consoleTeam, db, url, worker } = consoleRunsSuite();
 
 describe('app runs: happy path', () => {
   test('upload in the console, estimate as /v1 does, start: an app run of the member, charged like an API run, with its ledger, outputs and input', async () => {
@@ -45,7 +35,7 @@ describe('app runs: happy path', () => {
 
     const est = await owner.client.call('POST', '/console/api/tools/test_copy/estimate', { inputs: { image: [fileId] } });
     assert.equal(est.statusCode, 200, est.body);
-    const apiEst = await socketRequest(s.url, '/v1/tools/test_copy/estimate', {
+    const apiEst = await socketRequest(url(), '/v1/tools/test_copy/estimate', {
       method: 'POST',
       headers: { ...bearer(team.key), 'content-type': 'application/json' },
       body: JSON.stringify({ inputs: { image: [fileId] } }),
@@ -75,12 +65,12 @@ describe('app runs: happy path', () => {
     assert.equal(overview.sparks_available, 1000 - sparks, 'charged from the same balance');
 
     const out = done.outputs[0]!;
-    const url = await waitFor('the output URL', async () => {
+    const outputUrl = await waitFor('the output URL', async () => {
       const res = await owner.client.call('GET', `/console/api/runs/${started.id}/outputs/${out.asset_id}/url`);
       return res.statusCode === 409 ? undefined : res;
     });
-    assert.equal(url.statusCode, 200, url.body);
-    const downloaded = Buffer.from(await (await fetch(url.json<{ url: string }>().url)).arrayBuffer());
+    assert.equal(outputUrl.statusCode, 200, outputUrl.body);
+    const downloaded = Buffer.from(await (await fetch(outputUrl.json<{ url: string }>().url)).arrayBuffer());
     assert.equal(downloaded.length, out.size_bytes);
     const input = await owner.client.call('GET', `/console/api/runs/${started.id}/inputs/${fileId}/url`);
     assert.equal(input.statusCode, 200, input.body);
@@ -91,8 +81,8 @@ describe('app runs: happy path', () => {
   test('runs list: API and app runs newest first, who started each, filters by tool, status, key, member and source, pages by cursor', async () => {
     await worker();
     const { team, owner } = await consoleTeam();
-    const other = await signedInMember(s.url, db(), team.teamId, 'member');
-    const fileId = await uploadReadyFile(s.url, team.key, await makePng(32, 32), 'a.png', 'image/png');
+    const other = await signedInMember(url(), db(), team.teamId, 'member');
+    const fileId = await uploadReadyFile(url(), team.key, await makePng(32, 32), 'a.png', 'image/png');
     const ids: string[] = [];
     ids.push((await apiRun(team.key, fileId)).id);
     ids.push((await appRun(owner, fileId)).id);
@@ -138,13 +128,13 @@ describe('app runs: happy path', () => {
   test('the hourly ceiling is shared: with 2 an hour, one app run and one API run make the third start 429 on either side', async () => {
     const { team, owner } = await consoleTeam();
     await db().pool.query('UPDATE teams SET runs_per_hour = 2 WHERE id = $1::uuid', [team.teamId]);
-    const fileId = await uploadReadyFile(s.url, team.key, await makePng(32, 32), 'a.png', 'image/png');
+    const fileId = await uploadReadyFile(url(), team.key, await makePng(32, 32), 'a.png', 'image/png');
     const hanging = [(await appRun(owner, fileId, 'hang')).id, (await apiRun(team.key, fileId, 'hang')).id];
     const viaConsole = await owner.client.call('POST', '/console/api/tools/test_copy/runs', { inputs: { image: [fileId] } });
     const e = assertError(viaConsole, 429, 'rate_limited');
     assert.deepEqual(e.details, { limit_per_hour: 2 });
     assert.ok(Number(viaConsole.headers['retry-after']) >= 1);
-    const viaApi = await socketRequest(s.url, '/v1/tools/test_copy/runs', {
+    const viaApi = await socketRequest(url(), '/v1/tools/test_copy/runs', {
       method: 'POST',
       headers: { ...bearer(team.key), 'content-type': 'application/json' },
       body: JSON.stringify({ inputs: { image: [fileId] } }),
@@ -157,8 +147,8 @@ describe('app runs: happy path', () => {
 
   test('cancel: a queued app run is canceled and its hold released; the ledger page shows it; a member cancels only runs they started', async () => {
     const { team, owner } = await consoleTeam();
-    const member = await signedInMember(s.url, db(), team.teamId, 'member');
-    const fileId = await uploadReadyFile(s.url, team.key, await makePng(32, 32), 'a.png', 'image/png');
+    const member = await signedInMember(url(), db(), team.teamId, 'member');
+    const fileId = await uploadReadyFile(url(), team.key, await makePng(32, 32), 'a.png', 'image/png');
     // No worker takes these: a queued run stays queued until canceled. (Other tests' workers poll
     // every team's queue, so the runs hang instead of finishing if one is taken.)
     const mine = await appRun(member, fileId, 'hang');
@@ -193,7 +183,7 @@ describe('app runs: happy path', () => {
     const { team, owner } = await consoleTeam();
     await updateTeam(db().pool, team.teamId, { maxConcurrentRuns: 1 });
     await worker();
-    const fileId = await uploadReadyFile(s.url, team.key, await makePng(32, 32), 'a.png', 'image/png');
+    const fileId = await uploadReadyFile(url(), team.key, await makePng(32, 32), 'a.png', 'image/png');
     const first = await appRun(owner, fileId, 'hang');
     await waitFor('the first run to start', async () => (await consoleGet<RunJson>(owner, `/console/api/runs/${first.id}`)).status === 'running');
     // The team's one slot is taken: these stay queued whatever the workers do.
@@ -213,7 +203,7 @@ describe('app runs: happy path', () => {
     // This team's entries get ids across a power of ten (99999, 100000, ...): a text order would show them wrongly.
     await db().pool.query(`SELECT setval('ledger_entries_id_seq', greatest((SELECT last_value FROM ledger_entries_id_seq), 99998))`);
     const { team, owner } = await consoleTeam();
-    const fileId = await uploadReadyFile(s.url, team.key, await makePng(32, 32), 'a.png', 'image/png');
+    const fileId = await uploadReadyFile(url(), team.key, await makePng(32, 32), 'a.png', 'image/png');
     const a = await appRun(owner, fileId);
     const b = await apiRun(team.key, fileId);
     await finalRun(owner, a.id);

@@ -5,21 +5,15 @@
 // no session or no CSRF token starts nothing. (The happy paths are in console-runs-flow.test.ts.)
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { addMember, createTeam } from '../src/teams/repository.js';
 import { inviteAndSignIn } from './helpers/console.js';
 import {
-  apiRun,
   appRun,
   consoleGet,
-  consoleTeam,
+  consoleRunsSuite,
   consoleUpload,
-  db,
   finalRun,
-  s,
-  startConsoleRunsServer,
-  stopWorkers,
-  worker,
   type ListJson,
 } from './helpers/console-runs.js';
 import { assertError } from './helpers/error-envelope.js';
@@ -31,14 +25,11 @@ import { socketRequest } from './helpers/socket-request.js';
 
 let receiver: Receiver;
 
-before(async () => {
-  await startConsoleRunsServer();
-  receiver = await Receiver.start();
-});
-after(async () => {
-  await stopWorkers();
-  await closeReceivers();
-  await s.close();
+const { apiRun, consoleTeam, db, url, worker } = consoleRunsSuite({
+  async setUp() {
+    receiver = await Receiver.start();
+  },
+  tearDown: closeReceivers,
 });
 
 describe('app runs stay out of /v1 and webhooks', () => {
@@ -47,7 +38,7 @@ describe('app runs stay out of /v1 and webhooks', () => {
     const { team, owner } = await consoleTeam();
     const endpoint = await owner.client.call('POST', '/console/api/webhooks', { url: receiver.url(), events: ['run.succeeded'] });
     assert.equal(endpoint.statusCode, 201, endpoint.body);
-    const fileId = await uploadReadyFile(s.url, team.key, await makePng(32, 32), 'a.png', 'image/png');
+    const fileId = await uploadReadyFile(url(), team.key, await makePng(32, 32), 'a.png', 'image/png');
     const app = await finalRun(owner, (await appRun(owner, fileId)).id);
     const api = await finalRun(owner, (await apiRun(team.key, fileId)).id);
     assert.equal(app.status, 'succeeded');
@@ -58,12 +49,12 @@ describe('app runs stay out of /v1 and webhooks', () => {
       ['POST', `/v1/runs/${app.id}/cancel`],
       ['GET', `/v1/runs/${app.id}/outputs/${app.outputs[0]!.asset_id}/url`],
     ] as const) {
-      const res = await socketRequest(s.url, path, { method, headers: bearer(team.key) });
+      const res = await socketRequest(url(), path, { method, headers: bearer(team.key) });
       const e = assertError(res, 404, 'run_not_found');
       assert.equal(e.errors, null);
     }
     const other = await makeTeam(db());
-    const unknown = assertError(await socketRequest(s.url, `/v1/runs/${randomUUID()}`, { headers: bearer(other.key) }), 404, 'run_not_found');
+    const unknown = assertError(await socketRequest(url(), `/v1/runs/${randomUUID()}`, { headers: bearer(other.key) }), 404, 'run_not_found');
     assert.ok(unknown.message.includes("API keys"));
 
     const deliveries = async (runId: string) =>
@@ -82,7 +73,7 @@ describe('console runs: errors', () => {
   test('a Free team: playground not allowed (the tools say why); upload, estimate and start answer 403 plan_upgrade_required; nothing written', async () => {
     const team = await createTeam(db(), { name: 'Free team', plan: 'free', sparks: 100 });
     const m = await addMember(db(), { teamId: team.id, email: `free-${randomUUID()}@example.test`, role: 'member' });
-    const member = await inviteAndSignIn(s.url, db(), m.id);
+    const member = await inviteAndSignIn(url(), db(), m.id);
     const tools = await consoleGet<{ data: unknown[]; playground: { allowed: boolean; reason: string | null } }>(member, '/console/api/tools');
     assert.equal(tools.playground.allowed, false);
     assert.match(tools.playground.reason ?? '', /Free plan/);
@@ -118,7 +109,7 @@ describe('console runs: errors', () => {
     assert.ok((extra.errors ?? []).some((x) => JSON.stringify(x.loc) === JSON.stringify(['body', 'surprise'])));
     assertError(await owner.client.call('POST', '/console/api/tools/no_such_tool/runs', { inputs: {} }), 404, 'tool_not_found');
     assertError(await owner.client.call('POST', '/console/api/tools/test_pipeline/runs', { inputs: {} }), 409, 'tool_execution_pipeline');
-    const fileId = await uploadReadyFile(s.url, team.key, await makePng(2000, 2000), 'big.png', 'image/png');
+    const fileId = await uploadReadyFile(url(), team.key, await makePng(2000, 2000), 'big.png', 'image/png');
     const short = assertError(await owner.client.call('POST', '/console/api/tools/test_copy/runs', { inputs: { image: [fileId] } }), 402, 'insufficient_sparks');
     assert.deepEqual(short.details, { needed_sparks: 6, available_sparks: 2 });
     const { rows } = await db().pool.query<{ n: number }>('SELECT count(*)::integer AS n FROM runs WHERE team_id = $1::uuid', [team.teamId]);
@@ -144,8 +135,8 @@ describe('console runs: errors', () => {
     assertError(await owner.client.call('GET', `/console/api/runs/${randomUUID()}`), 404, 'run_not_found');
     assertError(await owner.client.call('POST', `/console/api/runs/${randomUUID()}/cancel`), 404, 'run_not_found');
 
-    const fileId = await uploadReadyFile(s.url, team.key, await makePng(32, 32), 'a.png', 'image/png');
-    const other = await uploadReadyFile(s.url, team.key, await makePng(16, 16), 'b.png', 'image/png');
+    const fileId = await uploadReadyFile(url(), team.key, await makePng(32, 32), 'a.png', 'image/png');
+    const other = await uploadReadyFile(url(), team.key, await makePng(16, 16), 'b.png', 'image/png');
     const run = await finalRun(owner, (await appRun(owner, fileId)).id);
     assertError(await owner.client.call('GET', `/console/api/runs/${run.id}/outputs/${randomUUID()}/url`), 404, 'output_not_found');
     assertError(await owner.client.call('GET', `/console/api/runs/${run.id}/inputs/${other}/url`), 404, 'file_not_found');
@@ -180,9 +171,9 @@ describe('console runs: security', () => {
   test('no session: 401 session_required; a start without the CSRF token: 403 csrf_failed and no run', async () => {
     const { team, owner } = await consoleTeam();
     for (const path of ['/console/api/runs', '/console/api/tools', '/console/api/ledger', '/console/api/usage', `/console/api/runs/${randomUUID()}`]) {
-      assertError(await socketRequest(s.url, path), 401, 'session_required');
+      assertError(await socketRequest(url(), path), 401, 'session_required');
     }
-    const fileId = await uploadReadyFile(s.url, team.key, await makePng(32, 32), 'a.png', 'image/png');
+    const fileId = await uploadReadyFile(url(), team.key, await makePng(32, 32), 'a.png', 'image/png');
     const res = await owner.client.call('POST', '/console/api/tools/test_copy/runs', { inputs: { image: [fileId] } }, { 'x-csrf-token': null });
     assertError(res, 403, 'csrf_failed');
     const { rows } = await db().pool.query<{ n: number }>('SELECT count(*)::integer AS n FROM runs WHERE team_id = $1::uuid', [team.teamId]);

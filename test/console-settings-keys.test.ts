@@ -5,18 +5,17 @@
 // console-settings-team.test.ts.)
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { MAX_ACTIVE_KEYS_PER_TEAM } from '../src/auth/key-admin.js';
 import { signedInMember } from './helpers/console.js';
-import { db, me, ownerOf, s, startConsoleSettingsServer } from './helpers/console-settings.js';
+import { consoleSettingsSuite } from './helpers/console-settings.js';
 import { assertError } from './helpers/error-envelope.js';
 import { bearer, makeTeam } from './helpers/fixtures.js';
 import { startTestServer } from './helpers/server.js';
 import { socketRequest } from './helpers/socket-request.js';
 import { waitFor } from './helpers/worker.js';
 
-before(startConsoleSettingsServer);
-after(() => s.close());
+const { database, db, me, ownerOf, url } = consoleSettingsSuite();
 
 interface KeyItem {
   id: string;
@@ -83,7 +82,7 @@ describe('API keys', () => {
       return rows[0]?.t ?? undefined;
     });
     // Another process may also see the key: its write does not move the time within the minute.
-    const other = await startTestServer({ database: s.database });
+    const other = await startTestServer({ database: database() });
     try {
       const res = await socketRequest(other.url, '/v1/me', { headers: bearer(made.key) });
       assert.equal(res.statusCode, 200);
@@ -135,7 +134,7 @@ describe('API keys', () => {
   test('a member sees the keys with can_manage false and gets 403 insufficient_role on actions', async () => {
     const o = await ownerOf();
     const made = (await o.client.call('POST', '/console/api/keys', { name: 'shared' })).json<{ api_key: KeyItem }>();
-    const m = await signedInMember(s.url, db(), o.session.team.id, 'member');
+    const m = await signedInMember(url(), db(), o.session.team.id, 'member');
     const list = (await m.client.call('GET', '/console/api/keys')).json<KeyList>();
     assert.equal(list.can_manage, false);
     assert.ok(list.data.some((k) => k.id === made.api_key.id));
@@ -167,7 +166,7 @@ describe('overview', () => {
 
 describe('the console API document', () => {
   test('GET /console/api/openapi.json documents every console route; /v1/openapi.json has none', async () => {
-    const doc = (await socketRequest(s.url, '/console/api/openapi.json')).json<{ openapi: string; paths: Record<string, Record<string, unknown>>; components: { schemas: Record<string, unknown> } }>();
+    const doc = (await socketRequest(url(), '/console/api/openapi.json')).json<{ openapi: string; paths: Record<string, Record<string, unknown>>; components: { schemas: Record<string, unknown> } }>();
     assert.equal(doc.openapi, '3.1.0');
     assert.deepEqual(Object.keys(doc.paths).sort(), [
       '/console/api/files/upload-url',
@@ -207,7 +206,7 @@ describe('the console API document', () => {
     assert.equal(new Set(ids).size, ids.length, 'operation ids are unique');
     const list = doc.paths['/console/api/runs']?.get as { parameters: { name: string; in: string }[] };
     assert.deepEqual(list.parameters.map((p) => `${p.in}:${p.name}`).sort(), ['query:api_key_id', 'query:cursor', 'query:limit', 'query:member_id', 'query:source', 'query:status', 'query:tool_id']);
-    const v1 = (await socketRequest(s.url, '/v1/openapi.json')).json<{ paths: Record<string, unknown> }>();
+    const v1 = (await socketRequest(url(), '/v1/openapi.json')).json<{ paths: Record<string, unknown> }>();
     assert.ok(!Object.keys(v1.paths).some((p) => p.startsWith('/console')));
   });
 });

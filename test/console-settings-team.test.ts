@@ -6,11 +6,11 @@
 // console-settings-keys.test.ts.)
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { createInvite } from '../src/console/invites.js';
 import { recordAttempt } from '../src/webhooks/repository.js';
 import { ConsoleClient, signedInMember, tokenOf } from './helpers/console.js';
-import { db, me, ownerOf, s, startConsoleSettingsServer } from './helpers/console-settings.js';
+import { consoleSettingsSuite } from './helpers/console-settings.js';
 import { assertError } from './helpers/error-envelope.js';
 import { closeReceivers, fail500, Receiver } from './helpers/receiver.js';
 import { deliveriesOf, eventOfRun, Runs, startWebhookWorker, stopWebhookWorkers } from './helpers/webhooks.js';
@@ -18,14 +18,14 @@ import { waitFor } from './helpers/worker.js';
 
 let receiver: Receiver;
 
-before(async () => {
-  await startConsoleSettingsServer();
-  receiver = await Receiver.start();
-});
-after(async () => {
-  await stopWebhookWorkers();
-  await closeReceivers();
-  await s.close();
+const { db, me, ownerOf, server, url } = consoleSettingsSuite({
+  async setUp() {
+    receiver = await Receiver.start();
+  },
+  async tearDown() {
+    await stopWebhookWorkers();
+    await closeReceivers();
+  },
 });
 
 interface EndpointJson {
@@ -64,7 +64,7 @@ describe('webhooks', () => {
   test('a member reads the endpoints but changes nothing; another team\'s ids are 404', async () => {
     const o = await ownerOf();
     const ep = (await o.client.call('POST', '/console/api/webhooks', { url: receiver.url('/read') })).json<EndpointJson>();
-    const m = await signedInMember(s.url, db(), o.session.team.id, 'member');
+    const m = await signedInMember(url(), db(), o.session.team.id, 'member');
     const list = (await m.client.call('GET', '/console/api/webhooks')).json<{ data: EndpointJson[]; can_manage: boolean }>();
     assert.deepEqual([list.can_manage, list.data.map((e) => e.id)], [false, [ep.id]]);
     assert.equal((await m.client.call('GET', `/console/api/webhooks/${ep.id}/deliveries`)).statusCode, 200);
@@ -90,7 +90,7 @@ describe('webhooks', () => {
     const ep = (await o.client.call('POST', '/console/api/webhooks', { url: receiver.url('/log') })).json<EndpointJson>();
     // A run of the team ends (canceled): its event becomes a delivery to the endpoint.
     const key = await o.client.call('POST', '/console/api/keys', { name: 'runs' });
-    const run = await (await new Runs(s, key.json<{ key: string }>().key).init()).canceled();
+    const run = await (await new Runs(server(), key.json<{ key: string }>().key).init()).canceled();
     const event = await eventOfRun(db(), run.id);
     const [delivery] = await deliveriesOf(db(), ep.id);
     assert.ok(delivery);
@@ -121,7 +121,7 @@ describe('webhooks', () => {
         attempts: [{ attempted_at: 'string', status_code: 500, duration_ms: 12, error: 'HTTP 500' }],
       },
     );
-    const m = await signedInMember(s.url, db(), o.session.team.id, 'member');
+    const m = await signedInMember(url(), db(), o.session.team.id, 'member');
     assertError(await m.client.call('POST', `/console/api/webhooks/${ep.id}/deliveries/${delivery.id}/redeliver`), 403, 'insufficient_role');
     assertError(await o.client.call('POST', `/console/api/webhooks/${ep.id}/deliveries/${randomUUID()}/redeliver`), 404, 'delivery_not_found');
     receiver.program(fail500);
@@ -130,7 +130,7 @@ describe('webhooks', () => {
     assert.deepEqual(again.json(), { delivery_id: delivery.id });
     assertError(await o.client.call('POST', `/console/api/webhooks/${ep.id}/deliveries/${delivery.id}/redeliver`), 409, 'delivery_not_redeliverable');
     // The worker sends it: once refused (500), then delivered on its retry.
-    await startWebhookWorker(s);
+    await startWebhookWorker(server());
     await waitFor('the redelivery to arrive', async () => ((await deliveriesOf(db(), ep.id))[0]?.status === 'delivered' ? true : undefined), 30_000);
     const after = (await o.client.call('GET', `/console/api/webhooks/${ep.id}/deliveries`)).json<{ data: { status: string; attempts: { status_code: number }[] }[] }>();
     assert.deepEqual(after.data[0]?.attempts.map((a) => a.status_code), [500, 500, 204]);
@@ -152,7 +152,7 @@ describe('members', () => {
     assert.equal(res.statusCode, 201, res.body);
     const added = res.json<{ member: MemberJson; invite_url: string; expires_at: string }>();
     assert.deepEqual({ ...added.member, id: '' }, { id: '', email: 'new.person@example.test', role: 'admin', has_password: false, created_at: (added.member as unknown as { created_at: string }).created_at });
-    const joined = new ConsoleClient(s.url);
+    const joined = new ConsoleClient(url());
     assert.equal((await joined.accept(tokenOf(added.invite_url))).member.id, added.member.id);
     const list = (await o.client.call('GET', '/console/api/members')).json<{ data: MemberJson[]; can_manage: boolean }>();
     assert.equal(list.can_manage, true);
@@ -170,14 +170,14 @@ describe('members', () => {
 
   test("a new link for a member replaces the earlier one; the removed member's keys stop for good", async () => {
     const o = await ownerOf();
-    const admin = await signedInMember(s.url, db(), o.session.team.id, 'admin');
+    const admin = await signedInMember(url(), db(), o.session.team.id, 'admin');
     const key = (await admin.client.call('POST', '/console/api/keys', { name: 'admin key' })).json<{ key: string }>().key;
     assert.equal((await me(key)).statusCode, 200);
     const first = (await o.client.call('POST', `/console/api/members/${admin.memberId}/invite`)).json<{ invite_url: string }>();
     const second = await o.client.call('POST', `/console/api/members/${admin.memberId}/invite`);
     assert.equal(second.statusCode, 201, second.body);
-    assertError(await new ConsoleClient(s.url).call('POST', '/console/api/invites/accept', { token: tokenOf(first.invite_url), password: 'another long password' }), 404, 'invite_invalid');
-    await new ConsoleClient(s.url).accept(tokenOf(second.json<{ invite_url: string }>().invite_url), 'another long password');
+    assertError(await new ConsoleClient(url()).call('POST', '/console/api/invites/accept', { token: tokenOf(first.invite_url), password: 'another long password for tests' }), 404, 'invite_invalid');
+    await new ConsoleClient(url()).accept(tokenOf(second.json<{ invite_url: string }>().invite_url), 'another long password for tests');
     assert.equal((await o.client.call('DELETE', `/console/api/members/${admin.memberId}`)).statusCode, 200);
     assertError(await me(key), 401, 'invalid_api_key');
   });
@@ -186,7 +186,7 @@ describe('members', () => {
     const o = await ownerOf();
     assertError(await o.client.call('DELETE', `/console/api/members/${o.memberId}`), 409, 'last_owner');
     assertError(await o.client.call('PATCH', `/console/api/members/${o.memberId}`, { role: 'admin' }), 409, 'last_owner');
-    const admin = await signedInMember(s.url, db(), o.session.team.id, 'admin');
+    const admin = await signedInMember(url(), db(), o.session.team.id, 'admin');
     const e = assertError(await admin.client.call('PATCH', `/console/api/members/${o.memberId}`, { role: 'member' }), 403, 'insufficient_role');
     assert.equal(e.details?.required_role, 'owner');
     assertError(await admin.client.call('POST', '/console/api/members', { email: 'boss@example.test', role: 'owner' }), 403, 'insufficient_role');
@@ -199,7 +199,7 @@ describe('members', () => {
 
   test("a member reads the list and acts on nothing; another team's member is 404", async () => {
     const o = await ownerOf();
-    const m = await signedInMember(s.url, db(), o.session.team.id, 'member');
+    const m = await signedInMember(url(), db(), o.session.team.id, 'member');
     const list = (await m.client.call('GET', '/console/api/members')).json<{ data: MemberJson[]; can_manage: boolean }>();
     assert.equal(list.can_manage, false);
     assert.equal(list.data.length, 2);
@@ -216,7 +216,7 @@ describe('members', () => {
     }
     assert.equal((await m.client.call('GET', '/console/api/session')).statusCode, 200, 'nothing happened to the member');
     // An invite made by the CLI works the same.
-    const cli = await createInvite(db(), s.url, m.memberId);
-    assert.equal((await new ConsoleClient(s.url).accept(tokenOf(cli.invite_url), 'the cli made this link')).member.id, m.memberId);
+    const cli = await createInvite(db(), url(), m.memberId);
+    assert.equal((await new ConsoleClient(url()).accept(tokenOf(cli.invite_url), 'the cli made this link')).member.id, m.memberId);
   });
 });

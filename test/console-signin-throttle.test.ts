@@ -5,7 +5,7 @@
 // elsewhere.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   signInDelayMs,
   SIGN_IN_ATTEMPTS_PER_ADDRESS,
@@ -16,30 +16,18 @@ import {
   SIGN_IN_MAX_QUEUE_MS,
 } from '../src/console/throttle.js';
 import { ConsoleClient, inviteAndSignIn, STRONG_PASSWORD } from './helpers/console.js';
-import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import { consoleSuite } from './helpers/console-suite.js';
 import type { AnsweredRequest } from './helpers/error-envelope.js';
 import { assertError } from './helpers/error-envelope.js';
 import { makeTeam } from './helpers/fixtures.js';
 import { waitFor } from './helpers/process.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { startTestServer } from './helpers/server.js';
 
-let database: TestDatabase;
-let s: TestServer;
-
-before(async () => {
-  database = await createTestDatabase();
-  s = await startTestServer({ database });
-});
-after(async () => {
-  await s.close();
-  await database.db.close();
-});
-
-const db = () => database.db;
+const { database, db, url } = consoleSuite();
 
 async function owner() {
   const team = await makeTeam(db());
-  return inviteAndSignIn(s.url, db(), team.memberId);
+  return inviteAndSignIn(url(), db(), team.memberId);
 }
 
 /** The toolrun_device cookie a response sets, or null. */
@@ -53,7 +41,7 @@ function deviceCookieOf(res: AnsweredRequest): { value: string; attributes: stri
 
 /** One sign-in from a new connection at `from`, presenting a device cookie when given. */
 function attempt(email: string, password: string, opts: { from?: string; device?: string | null; base?: string; headers?: Record<string, string> } = {}) {
-  const client = new ConsoleClient(opts.base ?? s.url, opts.from ? { localAddress: opts.from } : {});
+  const client = new ConsoleClient(opts.base ?? url(), opts.from ? { localAddress: opts.from } : {});
   return client.call('POST', '/console/api/session', { email, password }, { ...(opts.device ? { cookie: `toolrun_device=${opts.device}` } : {}), ...opts.headers });
 }
 
@@ -133,7 +121,7 @@ describe('failures from elsewhere never lock the member out (item 3)', () => {
     ]);
     assert.deepEqual(rows, [{ account: m.email.toLowerCase() }]);
 
-    const https = await startTestServer({ database, env: { PUBLIC_BASE_URL: 'https://console.example.test' } });
+    const https = await startTestServer({ database: database(), env: { PUBLIC_BASE_URL: 'https://console.example.test' } });
     try {
       const r = await attempt(m.email, STRONG_PASSWORD, { base: https.url, headers: { origin: 'https://console.example.test' } });
       assert.equal(r.statusCode, 200, r.body);
@@ -185,7 +173,7 @@ describe('failures from elsewhere never lock the member out (item 3)', () => {
 
   test('successful sign-ins do not count towards the limits', async () => {
     const m = await owner();
-    for (let i = 0; i < SIGN_IN_ATTEMPTS_PER_CLIENT + 2; i++) await new ConsoleClient(s.url, { localAddress: '127.0.0.4' }).signIn(m.email);
+    for (let i = 0; i < SIGN_IN_ATTEMPTS_PER_CLIENT + 2; i++) await new ConsoleClient(url(), { localAddress: '127.0.0.4' }).signIn(m.email);
   });
 });
 
@@ -200,11 +188,11 @@ describe('per client group (item 5)', () => {
     const retry = Number(res.headers['retry-after']);
     assert.ok(retry >= 1 && retry <= 900, `Retry-After ${retry}`);
     // The same account from another address signs in.
-    await new ConsoleClient(s.url).signIn(m.email);
+    await new ConsoleClient(url()).signIn(m.email);
   });
 
   test('IPv6 addresses of one /64 are one client', async () => {
-    const proxied = await startTestServer({ database, env: { TOOLRUN_TRUST_PROXY: 'loopback' } });
+    const proxied = await startTestServer({ database: database(), env: { TOOLRUN_TRUST_PROXY: 'loopback' } });
     try {
       const m = await owner();
       const from = (address: string) => ({ base: proxied.url, headers: { 'x-forwarded-for': address } });
@@ -241,7 +229,7 @@ describe("the account's delay is one queue, whatever the concurrency (item 3)", 
   test('concurrent wrong tries from many client groups are let through one delay apart, those past the bound refused at once; a device cookie signs in meanwhile', async (t) => {
     // Small delays, so the queue fills in seconds: each try at the cap waits 400 ms more than the one before.
     const delays = { firstDelayMs: 100, maxDelayMs: 400, maxQueueMs: 2_000 };
-    const proxied = await startTestServer({ database, env: { TOOLRUN_TRUST_PROXY: 'loopback' }, signInDelays: delays });
+    const proxied = await startTestServer({ database: database(), env: { TOOLRUN_TRUST_PROXY: 'loopback' }, signInDelays: delays });
     try {
       const m = await owner();
       const from = (address: string) => ({ base: proxied.url, headers: { 'x-forwarded-for': address } });

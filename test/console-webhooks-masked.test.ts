@@ -2,21 +2,19 @@
 // scheme and host, never the path or query, which often carry the receiver's own token. /v1
 // shows endpoints to owners' and admins' keys only; the console follows, server-side.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { maskedUrl } from '../src/console/routes-webhooks.js';
 import { signedInMember } from './helpers/console.js';
-import { db, ownerOf, s, startConsoleSettingsServer } from './helpers/console-settings.js';
+import { consoleSettingsSuite } from './helpers/console-settings.js';
 import { closeReceivers, Receiver } from './helpers/receiver.js';
 
 let receiver: Receiver;
 
-before(async () => {
-  await startConsoleSettingsServer();
-  receiver = await Receiver.start();
-});
-after(async () => {
-  await closeReceivers();
-  await s.close();
+const { db, ownerOf, url } = consoleSettingsSuite({
+  async setUp() {
+    receiver = await Receiver.start();
+  },
+  tearDown: closeReceivers,
 });
 
 interface WebhookList {
@@ -34,7 +32,7 @@ describe('webhook URLs in the console', () => {
     const id = created.json<{ id: string }>().id;
     const host = new URL(full).host;
 
-    const member = await signedInMember(s.url, db(), o.session.team.id, 'member');
+    const member = await signedInMember(url(), db(), o.session.team.id, 'member');
     const res = await member.client.call('GET', '/console/api/webhooks');
     assert.equal(res.statusCode, 200, res.body);
     const seen = res.json<WebhookList>();
@@ -46,7 +44,7 @@ describe('webhook URLs in the console', () => {
     assert.doesNotMatch(deliveries.body, /T0KEN|s3cret|hooks\//);
 
     for (const role of ['admin'] as const) {
-      const manager = await signedInMember(s.url, db(), o.session.team.id, role);
+      const manager = await signedInMember(url(), db(), o.session.team.id, role);
       assert.deepEqual((await manager.client.call('GET', '/console/api/webhooks')).json<WebhookList>().data.map((e) => e.url), [full]);
     }
     assert.deepEqual((await o.client.call('GET', '/console/api/webhooks')).json<WebhookList>().data.map((e) => e.url), [full]);

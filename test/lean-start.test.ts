@@ -27,6 +27,8 @@ const HEAVY: Record<string, RegExp> = {
   'the image runners': /\/tools\/image\/(upscale|grade|common)\.[jt]s$/,
   'the brand-kit parsers': /\/node_modules\/(css-tree|parse5)\/|\/tools\/brand-kit\/(run|css|html|colors|images)\.[jt]s$/,
   'the AWS SDK': /\/node_modules\/(@aws-sdk|@smithy)\//,
+  // Only setting a password needs them (src/console/password-strength.ts).
+  'the password dictionaries': /\/node_modules\/@zxcvbn-ts\//,
 };
 
 let database: TestDatabase;

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { embeddedIpv4, isPublicAddress } from '../src/net/addresses.js';
 import { OutboundError, outboundRequest, vetHost, type OutboundOptions } from '../src/net/outbound.js';
+import { bounds, inBlock, SPECIAL_BLOCKS } from './helpers/special-addresses.js';
 
 let server: http.Server;
 let base: string;
@@ -85,16 +86,41 @@ describe('address rules', () => {
     ['64:ff9b:1::1', false],
     ['2002:c0a8:0101::1', false],
     ['not-an-ip', false],
+    // Issue 34 item 8: Azure's platform endpoint (wireserver) is in public space but answers every
+    // VM like a metadata service; IPv4-translated addresses (RFC 6145) carry an IPv4 address.
+    ['168.63.129.16', false],
+    ['::ffff:0:127.0.0.1', false],
+    ['::ffff:0:a9fe:a9fe', false],
+    ['::ffff:0:10.0.0.1', false],
+    ['::ffff:0:8.8.8.8', true],
   ];
   for (const [ip, pub] of cases) {
     test(`${ip} is ${pub ? 'public' : 'refused'}`, () => assert.equal(isPublicAddress(ip), pub));
   }
   test('embedded IPv4 forms are read out', () => {
     assert.equal(embeddedIpv4('::ffff:7f00:1'), '127.0.0.1');
+    assert.equal(embeddedIpv4('::ffff:0:7f00:1'), '127.0.0.1');
     assert.equal(embeddedIpv4('64:ff9b::7f00:1'), '127.0.0.1');
     assert.equal(embeddedIpv4('2002:0a00:0001::'), '10.0.0.1');
     assert.equal(embeddedIpv4('2606:4700::1'), null);
   });
+});
+
+describe('every special-purpose block (IANA registries, see docs/decisions.md), first and last address and the neighbours', () => {
+  for (const row of SPECIAL_BLOCKS) {
+    const { first, last } = bounds(row.block);
+    test(`${row.block} (${row.name}): ${row.embeds ? 'judged by the IPv4 address it carries' : 'refused'}`, () => {
+      if (row.embeds) {
+        for (const [ip, pub] of row.embeds) assert.equal(isPublicAddress(ip), pub, ip);
+      } else {
+        assert.equal(isPublicAddress(first), false, `first address ${first}`);
+        assert.equal(isPublicAddress(last), false, `last address ${last}`);
+        if (row.sample) assert.equal(isPublicAddress(row.sample), false, row.sample);
+      }
+      for (const [ip, pub] of row.outside) assert.equal(isPublicAddress(ip), pub, `outside: ${ip}`);
+      for (const [ip] of row.outside) assert.ok(!inBlock(ip, row.block), `${ip} is outside ${row.block}`);
+    });
+  }
 });
 
 describe('outbound requests', () => {

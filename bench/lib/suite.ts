@@ -99,6 +99,12 @@ export const BENCHES: BenchEntry[] = [
     script: 'bench/brandkit.ts',
     quickEnv: {},
   },
+  {
+    name: 'password',
+    title: 'password check: zxcvbn-ts vs scrypt (issue 34)',
+    script: 'bench/password.ts',
+    quickEnv: { BENCH_ROUNDS: '3' },
+  },
 ];
 
 /** Environment for one benchmark's process: ours, plus its quick defaults and BENCH_QUICK=1. */

@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import type { Config } from '../config/config.js';
 import { webhooksAdminCommand } from './admin-webhooks.js';
-import { integer, oneOf, uuid, type WithDb } from './options.js';
+import { baseUrl, integer, oneOf, uuid, type WithDb } from './options.js';
 import { createApiKey, DEFAULT_RATE, listApiKeys, parseScopes, RATE_CHOICES, revokeApiKey } from '../auth/key-admin.js';
 import type { Plan, Role, Scope } from '../auth/repository.js';
 import {
@@ -41,6 +41,16 @@ function scopes(raw: string): Scope[] {
     if (err instanceof AdminError) throw new InvalidArgumentError(`--scopes: ${err.message}`);
     throw err;
   }
+}
+
+/** Which base URL invite links are built on, where it came from, and how to change it. */
+export function inviteBaseLine(config: Config, flag: string | undefined): string {
+  if (flag) return `invite links use ${flag} from --base-url`;
+  if (config.publicBaseUrlSource === 'PUBLIC_BASE_URL') return `invite links use ${config.publicBaseUrl} from PUBLIC_BASE_URL (--base-url overrides it)`;
+  return (
+    `invite links use ${config.publicBaseUrl}, the default (PUBLIC_BASE_URL is not set here, so http://HOST:PORT); ` +
+    'if members open the console elsewhere, set PUBLIC_BASE_URL as the server has it, or pass --base-url'
+  );
 }
 
 const teamView = (t: Team) => ({ team: t });
@@ -134,12 +144,17 @@ export function adminCommand(config: Config, withDb: WithDb): Command {
 
   member
     .command('invite')
-.description('print a one-time link that sets the member\'s console password (valid 72 hours; replaces earlier links)')
+    .description("print a one-time link that sets the member's console password (valid 72 hours; replaces earlier links)")
     .requiredOption('--member <id>', 'member id', uuid('--member'))
-    .action((o: { member: string }) =>
+    .option('--base-url <url>', "the address members open the console at (default: PUBLIC_BASE_URL, else http://HOST:PORT)", baseUrl('--base-url'))
+    .action((o: { member: string; baseUrl?: string }) =>
       withDb(async (db) => {
         const { createInvite } = await import('../console/invites.js');
-        return createInvite(db, config.publicBaseUrl, o.member);
+        const made = await createInvite(db, o.baseUrl ?? config.publicBaseUrl, o.member);
+        // This process's environment is not necessarily the server's: a link on another host or
+        // port is dead, so say which base was used and where it came from (after the database line).
+        process.stderr.write(`toolrun: ${inviteBaseLine(config, o.baseUrl)}\n`);
+        return made;
       }),
     );
 

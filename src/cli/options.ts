@@ -30,3 +30,17 @@ export const uuid = (name: string) => (raw: string) => {
   }
   return raw.toLowerCase();
 };
+
+/** An http(s) base URL such as PUBLIC_BASE_URL: no credentials, query or fragment; without trailing slashes. */
+export const baseUrl = (name: string) => (raw: string) => {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new InvalidArgumentError(`${name} must be an http(s) URL such as https://toolrun.example.com, got "${raw}"`);
+  }
+  if (!['http:', 'https:'].includes(url.protocol) || url.username || url.password || url.search || url.hash) {
+    throw new InvalidArgumentError(`${name} must be an http(s) URL such as https://toolrun.example.com (no credentials, query or fragment), got "${raw}"`);
+  }
+  return url.toString().replace(/\/+$/, '');
+};

@@ -12,6 +12,8 @@ export interface Config {
   host: string;
   port: number;
   publicBaseUrl: string;
+  /** Where publicBaseUrl came from: the variable, or the default http://HOST:PORT. */
+  publicBaseUrlSource: 'PUBLIC_BASE_URL' | 'default';
   dataDir: string;
   databaseUrl: string | null;
   logLevel: string;
@@ -274,6 +276,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     host,
     port,
     publicBaseUrl,
+    publicBaseUrlSource: str(env, 'PUBLIC_BASE_URL', '') === '' ? 'default' : 'PUBLIC_BASE_URL',
     dataDir,
     databaseUrl,
     logLevel,

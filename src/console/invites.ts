@@ -45,7 +45,7 @@ export async function acceptInvite(db: Db, token: string, password: string): Pro
   const link = await findLinkByToken(db.pool, tokenHash);
   if (!link) return null;
   // The policy first (422 at body.password, saying why), for any link that names a member.
-  const problem = await checkPassword(password, link.email);
+  const problem = await checkPassword(password, { email: link.email, teamName: link.team_name });
   if (problem) throw passwordRefused(problem);
   // A token that cannot be used costs no scrypt: nobody can make the service hash passwords at will.
   if (!link.live) return null;

@@ -39,13 +39,14 @@ export async function voidLinksMadeBy(db: Queryable, makerId: string): Promise<v
 }
 
 /**
- * The link a token names, live or not, with its member's email (for the password policy): one
- * read before any scrypt, so a dead link costs the caller no hashing. Null for an unknown token.
+ * The link a token names, live or not, with its member's email and team name (for the password
+ * policy): one read before any scrypt, so a dead link costs the caller no hashing. Null for an
+ * unknown token.
  */
-export async function findLinkByToken(db: Queryable, tokenHash: Buffer): Promise<{ email: string; live: boolean } | null> {
-  const { rows } = await db.query<{ email: string; live: boolean }>(
-    `SELECT m.email, (i.used_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > now()) AS live
-       FROM member_invites i JOIN members m ON m.id = i.member_id
+export async function findLinkByToken(db: Queryable, tokenHash: Buffer): Promise<{ email: string; team_name: string; live: boolean } | null> {
+  const { rows } = await db.query<{ email: string; team_name: string; live: boolean }>(
+    `SELECT m.email, t.name AS team_name, (i.used_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > now()) AS live
+       FROM member_invites i JOIN members m ON m.id = i.member_id JOIN teams t ON t.id = m.team_id
       WHERE i.token_hash = $1::bytea`,
     [tokenHash],
   );

@@ -1,6 +1,7 @@
 // Shared by the operator-CLI tests (test/cli-*.test.ts): one test database per file, `toolrun`
 // run as a child process against it, and the checks every admin command's output must pass (one
-// JSON line on stdout; on stderr only the line naming the database; refusals with their exit code).
+// JSON line on stdout; on stderr only the line naming the database, and for invites the line naming
+// the links' base URL; refusals with their exit code).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { bearer } from './fixtures.js';
@@ -12,6 +13,8 @@ export const EX_USAGE = 64;
 export const EX_UNAVAILABLE = 69;
 /** The line every admin command that reaches for its database starts stderr with. */
 export const DATABASE_LINE = /^toolrun: database: \S.* \((DATABASE_URL|TOOLRUN_DATA_DIR)\)\n/;
+/** The line `admin member invite` adds: the base URL of its links and where it came from. */
+export const INVITE_BASE_LINE = /^toolrun: invite links use \S+(,| from) .*\n/;
 
 export interface TeamJson {
   id: string;
@@ -36,7 +39,12 @@ export const sortedKeys = (o: object) => Object.keys(o).sort();
 export function assertQuietStderr(args: string[], stderr: string): void {
   if (args[0] !== 'migrate') {
     assert.match(stderr, DATABASE_LINE, `toolrun ${args.join(' ')} did not name its database`);
-    assert.equal(stderr.replace(DATABASE_LINE, ''), '', `toolrun ${args.join(' ')} wrote to stderr: ${stderr}`);
+    let rest = stderr.replace(DATABASE_LINE, '');
+    if (args.slice(0, 3).join(' ') === 'admin member invite') {
+      assert.match(rest, INVITE_BASE_LINE, 'the invite command names the base URL of its link');
+      rest = rest.replace(INVITE_BASE_LINE, '');
+    }
+    assert.equal(rest, '', `toolrun ${args.join(' ')} wrote to stderr: ${stderr}`);
     return;
   }
   for (const line of stderr.split('\n').filter(Boolean)) {

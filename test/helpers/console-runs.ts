@@ -1,30 +1,15 @@
 // The server, workers and console calls the console-runs tests (test/console-runs-*.test.ts)
-// share. Each test file starts its own server (its own database) from its before hook; the
+// share. Each test file starts its own server (its own database) through consoleRunsSuite(); the
 // workers a test starts stay until the file ends, so they poll every team's queue from then on.
 import assert from 'node:assert/strict';
 import type { RunWorker } from '../../src/runs/worker.js';
 import { inviteAndSignIn, type SignedInMember } from './console.js';
+import { consoleSuite, type ConsoleSuite, type ConsoleSuiteOptions } from './console-suite.js';
 import { bearer, makeTeam, type TeamFixture } from './fixtures.js';
-import { startTestServer, type TestServer } from './server.js';
 import { socketRequest } from './socket-request.js';
 import { testRegistry } from './test-tools.js';
 import { putPart, type Upload } from './uploads.js';
 import { startTestWorker, waitFor } from './worker.js';
-
-// A live binding: set by startConsoleRunsServer(), read by the tests of the file that started it.
-export let s: TestServer;
-const workers: RunWorker[] = [];
-
-export async function startConsoleRunsServer(): Promise<void> {
-  s = await startTestServer({ tools: testRegistry(), env: { TOOLRUN_ALLOW_PRIVATE_NETWORK: '1', TOOLRUN_WORKER_POLL_MS: '200' } });
-}
-
-/** Stops every worker worker() started; before the server closes, as they use its database. */
-export async function stopWorkers(): Promise<void> {
-  for (const w of workers) await w.stop(1000);
-}
-
-export const db = () => s.database.db;
 
 export interface RunJson {
   id: string;
@@ -49,11 +34,6 @@ export interface ListJson {
   filters: { tools: { id: string }[]; keys: { id: string; name: string }[]; members: { id: string; email: string }[] };
 }
 
-/** A team with an owner signed in to the console and an API key of that owner. */
-export async function consoleTeam(opts: { plan?: 'free' | 'pro'; sparks?: number } = {}): Promise<{ team: TeamFixture; owner: SignedInMember }> {
-  const team = await makeTeam(db(), { plan: opts.plan ?? 'pro', sparks: opts.sparks ?? 1000 });
-  return { team, owner: await inviteAndSignIn(s.url, db(), team.memberId) };
-}
 
 /** A PNG uploaded through the console's upload routes, as the playground does; its file id. */
 export async function consoleUpload(m: SignedInMember, bytes: Buffer): Promise<string> {
@@ -74,15 +54,6 @@ export async function appRun(m: SignedInMember, fileId: string, mode = 'ok'): Pr
   return res.json<RunJson>();
 }
 
-export async function apiRun(key: string, fileId: string, mode = 'ok'): Promise<{ id: string }> {
-  const res = await socketRequest(s.url, '/v1/tools/test_copy/runs', {
-    method: 'POST',
-    headers: { ...bearer(key), 'content-type': 'application/json' },
-    body: JSON.stringify({ inputs: { image: [fileId], mode } }),
-  });
-  assert.equal(res.statusCode, 202, res.body);
-  return res.json<{ id: string }>();
-}
 
 export async function consoleGet<T>(m: SignedInMember, path: string): Promise<T> {
   const res = await m.client.call('GET', path);
@@ -97,8 +68,45 @@ export async function finalRun(m: SignedInMember, id: string): Promise<RunJson> 
   });
 }
 
-export async function worker(): Promise<RunWorker> {
-  const w = await startTestWorker(s, testRegistry(), { concurrency: 2 });
-  workers.push(w);
-  return w;
+export interface ConsoleRunsSuite extends ConsoleSuite {
+  /** A team with an owner signed in to the console and an API key of that owner. */
+  consoleTeam(opts?: { plan?: 'free' | 'pro'; sparks?: number }): Promise<{ team: TeamFixture; owner: SignedInMember }>;
+  apiRun(key: string, fileId: string, mode?: string): Promise<{ id: string }>;
+  /** A worker running the test tool; stopped by the after hook, before the server closes (it uses its database). */
+  worker(): Promise<RunWorker>;
+}
+
+export function consoleRunsSuite(opts: Pick<ConsoleSuiteOptions, 'setUp' | 'tearDown'> = {}): ConsoleRunsSuite {
+  const workers: RunWorker[] = [];
+  const suite = consoleSuite({
+    tools: testRegistry,
+    env: { TOOLRUN_ALLOW_PRIVATE_NETWORK: '1', TOOLRUN_WORKER_POLL_MS: '200' },
+    ...(opts.setUp ? { setUp: opts.setUp } : {}),
+    async tearDown() {
+      for (const w of workers) await w.stop(1000);
+      await opts.tearDown?.();
+    },
+  });
+  const { db, url, server } = suite;
+  return {
+    ...suite,
+    async consoleTeam(o = {}) {
+      const team = await makeTeam(db(), { plan: o.plan ?? 'pro', sparks: o.sparks ?? 1000 });
+      return { team, owner: await inviteAndSignIn(url(), db(), team.memberId) };
+    },
+    async apiRun(key, fileId, mode = 'ok') {
+      const res = await socketRequest(url(), '/v1/tools/test_copy/runs', {
+        method: 'POST',
+        headers: { ...bearer(key), 'content-type': 'application/json' },
+        body: JSON.stringify({ inputs: { image: [fileId], mode } }),
+      });
+      assert.equal(res.statusCode, 202, res.body);
+      return res.json<{ id: string }>();
+    },
+    async worker() {
+      const w = await startTestWorker(server(), testRegistry(), { concurrency: 2 });
+      workers.push(w);
+      return w;
+    },
+  };
 }

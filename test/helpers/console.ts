@@ -9,7 +9,7 @@ import { addMember } from '../../src/teams/repository.js';
 import type { AnsweredRequest } from './error-envelope.js';
 import { socketRequest } from './socket-request.js';
 
-export const STRONG_PASSWORD = 'correct horse battery staple';
+export const STRONG_PASSWORD = 'plinth otter marmalade quasar';
 
 export interface SessionJson {
   member: { id: string; email: string; role: Role };
