@@ -1,0 +1,81 @@
+import { MAX_FRAME_RATE } from '../../media/limits.js';
+import type { MediaInfo } from '../manifest.js';
+import type { UpscaleMethod } from '../upscaler/methods.js';
+import { scaledWidth } from './common.js';
+
+/**
+ * What a video_upscale run works through and what it costs (docs/decisions.md, "video_upscale is
+ * priced by its frames"): its frames, the pixels of each going in and coming out, reckoned from
+ * the upload's probe (the file row) the same way at estimate, at start and in the runner, which
+ * does no more than this (its ffmpegs stop at `frames`).
+ *
+ * Price, Sparks:
+ * - lanczos: the larger of the price per started 10 s (2 to 1080p, 6 to 4K) and the same price
+ *   per 300 output frames of the target's 16:9 frame (10 s at 30 fps), counted in output pixels;
+ * - learned: the lanczos price of its frames plus 1 per started LEARNED_FRAME_MP_PER_SPARK input
+ *   frame-megapixels (the network reads every input pixel of every frame).
+ * Both divisors are the measured CPU a Spark buys on the Lanczos path's prices (bench:tools).
+ */
+
+/** Sparks per started 10 s of input, by target: the price before issue 34, now the least a run costs. */
+export const PER_10_SECONDS: Record<string, number> = { '1080p': 2, '4k': 6 };
+/** The frames a 10 s price covers: 10 s at 30 fps, of the target's 16:9 frame (REFERENCE_WIDTH). */
+export const REFERENCE_FRAMES = 300;
+export const REFERENCE_WIDTH: Record<string, number> = { '1080p': 1920, '4k': 3840 };
+/**
+ * The CPU seconds a Spark buys on the Lanczos path's prices: 10 s of 30 fps 1920x1080 to 1080p
+ * took ~5.7 CPU s for 2 Sparks, 3840x2160 to 4K ~20 CPU s for 6 (bench:tools, this 2-core AMD
+ * EPYC machine). bench:tools and bench:video-learned fail a figure when a run costs more a Spark.
+ */
+export const CPU_SECONDS_PER_SPARK = 3;
+/**
+ * Input frame-megapixels the network's part of 1 Spark pays for: the learned path took 0.71 to 0.88
+ * CPU s per input frame-megapixel more than lanczos (bench:tools, 960x540 to 8192x2158), so
+ * CPU_SECONDS_PER_SPARK buys 3.4; rounded down.
+ */
+export const LEARNED_FRAME_MP_PER_SPARK = 3;
+
+export interface UpscaleWork {
+  /** Frames encoded: lanczos passes the file's own through, learned makes ceil(length x rate). */
+  frames: number;
+  /** Pixels of one frame in (as displayed) and out (the target height, width as ffmpeg makes it). */
+  inputPixels: number;
+  outputWidth: number;
+  outputPixels: number;
+}
+
+/** The rate a run works at: the probed working rate, or the fastest accepted when it is not known. */
+export function pricedRate(info: MediaInfo): number {
+  const rate = info.frameRate;
+  return typeof rate === 'number' && rate > 0 ? Math.min(rate, MAX_FRAME_RATE) : MAX_FRAME_RATE;
+}
+
+/**
+ * The frames a run makes: `learned` converts to a constant rate (its decoder's -vsync cfr -r),
+ * so ceil(length x rate); `lanczos` passes the file's frames through, as many as the upload
+ * counted (rows probed before they were counted: the length at the rate).
+ */
+export function pricedFrames(info: MediaInfo, method: UpscaleMethod): number {
+  const seconds = info.durationSeconds ?? 0;
+  const atRate = Math.max(1, Math.ceil(seconds * pricedRate(info) - 1e-9));
+  if (method === 'learned') return atRate;
+  return typeof info.frames === 'number' && info.frames > 0 ? info.frames : atRate;
+}
+
+/** The work of upscaling this video to `targetHeight`; null when its size or length is not known. */
+export function upscaleWork(info: MediaInfo, targetHeight: number, method: UpscaleMethod): UpscaleWork | null {
+  if (!info.width || !info.height || info.durationSeconds === null || !(info.durationSeconds > 0)) return null;
+  const outputWidth = scaledWidth(info.width, info.height, targetHeight);
+  return { frames: pricedFrames(info, method), inputPixels: info.width * info.height, outputWidth, outputPixels: outputWidth * targetHeight };
+}
+
+/** Sparks for a run of `work` on a video `seconds` long to `target` (1080p or 4k). */
+export function upscaleSparks(work: UpscaleWork, seconds: number, target: string, method: UpscaleMethod): number {
+  const per10 = PER_10_SECONDS[target] ?? PER_10_SECONDS['4k']!;
+  const refPixels = REFERENCE_WIDTH[target === '1080p' ? '1080p' : '4k']! * (target === '1080p' ? 1080 : 2160);
+  // Integers throughout (at most ~10^15): a multiple of the reference is exactly that many Sparks.
+  const byFrames = Math.ceil((work.frames * work.outputPixels * per10) / (REFERENCE_FRAMES * refPixels));
+  const lanczos = Math.max(Math.max(1, Math.ceil(seconds / 10)) * per10, byFrames);
+  if (method === 'lanczos') return lanczos;
+  return lanczos + Math.ceil((work.frames * work.inputPixels) / (LEARNED_FRAME_MP_PER_SPARK * 1_000_000));
+}
