@@ -159,17 +159,18 @@ after(async () => {
 
 describe('video_upscale is priced by its frames and their size (item 6)', () => {
   test('learned, 1916x1076 at 240 fps for 1 s: its 240 frames x 2.06 MP are priced, and held', async () => {
-    // The network's part: 1 Spark per started 3 input frame-megapixels (240 x 2.0616 = 494.8 -> 165),
-    // on top of the lanczos price (2: the frames to 1080p are under 300 frames of 1920x1080).
+    // The network's part: 1 Spark per started 2.5 input frame-megapixels (240 x 2.0616 = 494.8 -> 198),
+    // on the lanczos price of its frames: 240 x (2.06 + 2.08 MP out) against 300 x (0.92 + 2.07) for 2 -> 3.
     const sparks = await price('video_upscale', { inputs: { video: [ids.fast], method: 'learned' } });
-    assert.equal(sparks, 167);
+    assert.equal(sparks, 201);
     await holdAndCharge('video_upscale', { video: [ids.fast], method: 'learned' }, sparks, 'cancel');
   });
 
-  test('lanczos, 1200 frames to 4K: priced as 4 times the 300 frames of 3840x2160 that 6 Sparks buy', async () => {
-    assert.equal(await price('video_upscale', { inputs: { video: [ids.wide], target: '4k' } }), 24);
-    // The same frames to 1080p: 1200 of 1920x1080 against 300 for 2 Sparks.
-    assert.equal(await price('video_upscale', { inputs: { video: [ids.wide], target: '1080p' } }), 8);
+  test('lanczos, 1200 frames at 240 fps: priced by their pixels against the 300 frames a 10 s price pays for', async () => {
+    // To 4K: 1200 x (0.02 MP in + 8.29 out) against 300 x (2.07 + 8.29) for 6 Sparks: 19.2 -> 20.
+    assert.equal(await price('video_upscale', { inputs: { video: [ids.wide], target: '4k' } }), 20);
+    // To 1080p: 1200 x (0.02 + 2.07) against 300 x (0.92 + 2.07) for 2: 5.6 -> 6.
+    assert.equal(await price('video_upscale', { inputs: { video: [ids.wide], target: '1080p' } }), 6);
     // Ordinary frames keep the price per started 10 s: 30 frames at 60 fps, 0.5 s.
     assert.equal(await price('video_upscale', { inputs: { video: [ids.small] } }), 2);
     assert.equal(await price('video_upscale', { inputs: { video: [ids.small], target: '4k' } }), 6);
@@ -198,8 +199,8 @@ describe('video_upscale is priced by its frames and their size (item 6)', () => 
       assertFieldErrors(res, [{ loc: ['body', 'inputs', 'video'], code: 'too_large' }]);
       assert.match(res.body, /method lanczos/);
     }
-    // lanczos takes it, priced by its frames: 14,400 x 2.078 MP out (1924 x 1080) / 311 per Spark.
-    assert.equal(await price('video_upscale', { inputs: { video: [longer] } }), 97);
+    // lanczos takes it, priced by its frames: 14,400 x (2.06 + 2.08 MP) against 300 x 2.99 MP for 2 Sparks.
+    assert.equal(await price('video_upscale', { inputs: { video: [longer] } }), 133);
   });
 
   test('duration_seconds alone cannot price it: 422 on the video slot, saying why', async () => {

@@ -11,29 +11,35 @@ import { scaledWidth } from './common.js';
  *
  * Price, Sparks:
  * - lanczos: the larger of the price per started 10 s (2 to 1080p, 6 to 4K) and the same price
- *   per 300 output frames of the target's 16:9 frame (10 s at 30 fps), counted in output pixels;
+ *   per 300 frames (10 s at 30 fps) of the target's reference, 1280x720 to 1920x1080 or
+ *   1920x1080 to 3840x2160, frames counted in the pixels they are decoded from and encoded to
+ *   (the CPU follows both: bench:tools);
  * - learned: the lanczos price of its frames plus 1 per started LEARNED_FRAME_MP_PER_SPARK input
  *   frame-megapixels (the network reads every input pixel of every frame).
- * Both divisors are the measured CPU a Spark buys on the Lanczos path's prices (bench:tools).
+ * Ordinary video (up to 30 fps, 16:9 or narrower, at most the reference's size) keeps the price
+ * per started 10 s it always had; more frames or larger ones cost what their pixels cost there.
  */
 
 /** Sparks per started 10 s of input, by target: the price before issue 34, now the least a run costs. */
 export const PER_10_SECONDS: Record<string, number> = { '1080p': 2, '4k': 6 };
-/** The frames a 10 s price covers: 10 s at 30 fps, of the target's 16:9 frame (REFERENCE_WIDTH). */
+/** The frames a 10 s price covers: 10 s at 30 fps of the target's reference, in and out. */
 export const REFERENCE_FRAMES = 300;
-export const REFERENCE_WIDTH: Record<string, number> = { '1080p': 1920, '4k': 3840 };
+export const REFERENCE: Record<string, { input: [number, number]; output: [number, number] }> = {
+  '1080p': { input: [1280, 720], output: [1920, 1080] },
+  '4k': { input: [1920, 1080], output: [3840, 2160] },
+};
 /**
- * The CPU seconds a Spark buys on the Lanczos path's prices: 10 s of 30 fps 1920x1080 to 1080p
- * took ~5.7 CPU s for 2 Sparks, 3840x2160 to 4K ~20 CPU s for 6 (bench:tools, this 2-core AMD
- * EPYC machine). bench:tools and bench:video-learned fail a figure when a run costs more a Spark.
+ * The CPU seconds a Spark buys on the Lanczos path's 1080p price, the lower of its two: the 1080p
+ * reference (10 s of 1280x720 at 30 fps) took ~4.8 CPU s for 2 Sparks, the 4K one (1920x1080)
+ * ~21.7 for 6, 3.6 a Spark (bench:tools, this 2-core AMD EPYC machine).
  */
-export const CPU_SECONDS_PER_SPARK = 3;
+export const CPU_SECONDS_PER_SPARK = 2.4;
 /**
- * Input frame-megapixels the network's part of 1 Spark pays for: the learned path took 0.71 to 0.88
- * CPU s per input frame-megapixel more than lanczos (bench:tools, 960x540 to 8192x2158), so
- * CPU_SECONDS_PER_SPARK buys 3.4; rounded down.
+ * Input frame-megapixels the network's part of 1 Spark pays for: the learned path took 0.83 to
+ * 0.93 CPU s per input frame-megapixel more than lanczos (bench:tools, 960x540 to 8192x2158), so
+ * CPU_SECONDS_PER_SPARK buys 2.6; rounded down.
  */
-export const LEARNED_FRAME_MP_PER_SPARK = 3;
+export const LEARNED_FRAME_MP_PER_SPARK = 2.5;
 
 export interface UpscaleWork {
   /** Frames encoded: lanczos passes the file's own through, learned makes ceil(length x rate). */
@@ -71,10 +77,12 @@ export function upscaleWork(info: MediaInfo, targetHeight: number, method: Upsca
 
 /** Sparks for a run of `work` on a video `seconds` long to `target` (1080p or 4k). */
 export function upscaleSparks(work: UpscaleWork, seconds: number, target: string, method: UpscaleMethod): number {
-  const per10 = PER_10_SECONDS[target] ?? PER_10_SECONDS['4k']!;
-  const refPixels = REFERENCE_WIDTH[target === '1080p' ? '1080p' : '4k']! * (target === '1080p' ? 1080 : 2160);
-  // Integers throughout (at most ~10^15): a multiple of the reference is exactly that many Sparks.
-  const byFrames = Math.ceil((work.frames * work.outputPixels * per10) / (REFERENCE_FRAMES * refPixels));
+  const name = target === '1080p' ? '1080p' : '4k';
+  const per10 = PER_10_SECONDS[name]!;
+  const ref = REFERENCE[name]!;
+  const refPixels = ref.input[0] * ref.input[1] + ref.output[0] * ref.output[1];
+  // Integers throughout (at most ~2 x 10^15): a multiple of the reference is exactly that many Sparks.
+  const byFrames = Math.ceil((work.frames * (work.inputPixels + work.outputPixels) * per10) / (REFERENCE_FRAMES * refPixels));
   const lanczos = Math.max(Math.max(1, Math.ceil(seconds / 10)) * per10, byFrames);
   if (method === 'lanczos') return lanczos;
   return lanczos + Math.ceil((work.frames * work.inputPixels) / (LEARNED_FRAME_MP_PER_SPARK * 1_000_000));
