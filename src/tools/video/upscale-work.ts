@@ -30,8 +30,8 @@ export const REFERENCE: Record<string, { input: [number, number]; output: [numbe
 };
 /**
  * The CPU seconds a Spark buys on the Lanczos path's 1080p price, the lower of its two: the 1080p
- * reference (10 s of 1280x720 at 30 fps) took ~4.8 CPU s for 2 Sparks, the 4K one (1920x1080)
- * ~21.7 for 6, 3.6 a Spark (bench:tools, this 2-core AMD EPYC machine).
+ * reference (10 s of 1280x720 at 30 fps) took 4.8-5.5 CPU s for 2 Sparks (2.4-2.8 a Spark), the 4K
+ * one (1920x1080) ~22 for 6, 3.6 a Spark (bench:tools, a 2-core AMD EPYC machine).
  */
 export const CPU_SECONDS_PER_SPARK = 2.4;
 /**
