@@ -26,13 +26,15 @@
  * a shared 2-core machine is seconds per round. The client's interval (before POST -> the NOTIFY of
  * the final commit, so nothing polls the API meanwhile) is shown too; API CPU is counted over it.
  * The percentage is kept as a note. Extras: image_upscale against ImageMagick's `convert -resize
- * 200%` when ImageMagick is installed, video_upscale against its bare ffmpeg command.
+ * 200%` when ImageMagick is installed, video_upscale against its bare ffmpeg command. Then the CPU
+ * seconds a Spark buys (issue 34): video_upscale on the review's three clips and two reference
+ * clips, image_upscale on a 16 MP JPEG and a 16 MP 16-bit RGBA PNG (bench/lib/work-prices.ts).
  *
  * Environment: DATABASE_URL (else an embedded PostgreSQL), BENCH_JOB_SECONDS (3), BENCH_ROUNDS
- * (7), BENCH_TOOLS (comma-separated ids; all five), BENCH_LOG_LEVEL (warn), BENCH_MAX_MINUTES (10),
+ * (7), BENCH_TOOLS (comma-separated ids; all five), BENCH_LOG_LEVEL (warn), BENCH_MAX_MINUTES (25; 10
+ * with BENCH_WORK_PRICES=0), BENCH_WORK_PRICES (all; `quick`: the small clips, no images; 0: none),
  * BENCH_DIRECT_IN (`api`: the direct calls in the API process instead of their own; a diagnosis).
  */
-import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,9 +47,11 @@ import { Api, outputsChecked, prepareTeam, RunNotifier, runTimes } from './lib/a
 import { cpuWithChildren, sampleTree, startAppChild, type AppChild } from './lib/app-children.js';
 import type { DirectFile, EngineSteps } from './lib/bench-tools.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
+import { external, imageMagick } from './lib/external-command.js';
 import { makeClip, makeImage, UPSCALE_MAX_MP } from './lib/media-gen.js';
 import { fixedParts, medianParts, paired, phaseDelta, signedMs, scrapeAfterCheck, scrapePhases, type ApiRound, type FixedParts } from './lib/phases.js';
 import { envInt, envNum, figure, finish, fmt, loadNote, machine, median, MIB, passFail, pct, table, watchdog, type BenchResult, runBench, sayFailure } from './lib/report.js';
+import { benchWorkPrices, type WorkPrices } from './lib/work-prices.js';
 
 /** Issue 29: what the API adds to a run, whatever the job's length. */
 const FIXED_TARGET_MS = 150;
@@ -58,6 +62,8 @@ const settings = {
   tools: (process.env.BENCH_TOOLS || ALL.join(',')).split(',').map((s) => s.trim()),
   apiLogLevel: process.env.BENCH_LOG_LEVEL || 'warn',
   directIn: process.env.BENCH_DIRECT_IN === 'api' ? 'api' : 'own process',
+  /** CPU per Spark of video_upscale's and image_upscale's prices (bench/lib/work-prices.ts): BENCH_WORK_PRICES=0 leaves it out, `quick` runs the small clips only. */
+  workPrices: process.env.BENCH_WORK_PRICES === '0' ? 'off' : process.env.BENCH_WORK_PRICES === 'quick' ? 'quick' : 'all',
   timeoutMs: 600_000,
 };
 
@@ -105,31 +111,6 @@ async function measured(pid: number, fn: () => Promise<number>): Promise<Side> {
   const ms = await fn();
   const { before, peak } = rss.stop();
   return { ms, cpuS: cpuWithChildren(pid) - cpu0, peakBytes: peak, idleBytes: before };
-}
-
-/** A command run once, timed, with the peak RSS of its process tree. */
-function external(cmd: string, args: string[]): Promise<Side> {
-  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  const pid = child.pid ?? 0;
-  const rss = sampleTree(pid, 50);
-  const t0 = performance.now();
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => {
-      const ms = performance.now() - t0;
-      const { before, peak } = rss.stop();
-      if (code === 0) resolve({ ms, cpuS: Number.NaN, peakBytes: peak, idleBytes: before });
-      else reject(new Error(`${cmd} exited ${String(code)}: ${stderr.slice(-500)}`));
-    });
-  });
-}
-
-function imageMagick(): Promise<string | null> {
-  return new Promise((resolve) =>
-    execFile('convert', ['-version'], (err, stdout) => resolve(!err && /^Version: ImageMagick/m.test(stdout) ? stdout.split('\n')[0] ?? '' : null)),
-  );
 }
 
 /** ms = created_at -> finished_at (Side.ms of the client's interval is clientMs). */
@@ -244,7 +225,8 @@ async function main(): Promise<void> {
       fs.rmSync(dir, { recursive: true, force: true });
     })());
   process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
-  watchdog('tools', cleanup);
+  // The CPU-per-Spark part adds about 10 minutes here (a learned 8192x2158 frame alone is ~15 CPU s).
+  watchdog('tools', cleanup, settings.workPrices === 'off' ? 10 : 25);
   try {
     const loadBefore = loadNote();
     process.stdout.write(`setting up (${loadBefore.text})...\n`);
@@ -275,6 +257,11 @@ async function main(): Promise<void> {
     for (const spec of SPECS.filter((s) => settings.tools.includes(s.id))) {
       process.stdout.write(`  ${spec.id}...\n`);
       results.push(await benchTool(spec, api, apiChild, direct, pool, notifier, dir, site.url));
+    }
+    let prices: WorkPrices | null = null;
+    if (settings.workPrices !== 'off') {
+      process.stdout.write('  CPU per Spark...\n');
+      prices = await benchWorkPrices(direct, dir, settings.workPrices === 'quick');
     }
     api.close();
     await notifier.close();
@@ -334,6 +321,7 @@ async function main(): Promise<void> {
       ...results.flatMap((r) =>
         r.extra.map((e) => `${r.id} vs ${e.label}: ${e.side ? `${fmt(e.side.ms / 1000, 2)} s, peak ${mib(e.side.peakBytes)} MiB (1 run)` : '-'}  [${e.note}]`),
       ),
+      ...(prices ? ['', ...prices.lines] : []),
       `load: before ${loadBefore.text}; after ${loadAfter.text}`,
       '',
     ];
@@ -365,6 +353,7 @@ async function main(): Promise<void> {
               value: summary[i]!.direct / 1000, baseline: { label: e.label, value: e.side.ms / 1000 } })] : [],
           ),
         ),
+        ...(prices?.figures ?? []),
       ],
       charts: results.map((r) => ({
         id: r.id.replace(/_/g, '-'),
@@ -385,8 +374,9 @@ async function main(): Promise<void> {
         'The API side adds the queue (NOTIFY, claim), making the inputs readable, and the outputs\' checks, checksums and moves into storage; the worker\'s phase timings ' +
           'split each round\'s difference into that (engine) and the runner\'s time in the API process against the direct one (runner delta).',
         ...results.flatMap((r) => r.extra.filter((e) => !e.side).map((e) => `${r.id} vs ${e.label}: ${e.note}.`)),
+        ...(prices ? [...prices.notes, `CPU per Spark, measured:\n\n${'```'}text\n${prices.lines.slice(1).join('\n\n')}\n${'```'}`] : []),
       ],
-      details: { summary, results, target: { fixed_ms: FIXED_TARGET_MS } },
+      details: { summary, results, target: { fixed_ms: FIXED_TARGET_MS }, prices: prices && { clips: prices.clips, images: prices.images } },
     };
     finish(result);
   } catch (err) {

@@ -7,8 +7,8 @@
  * calls it), `lanczos` and `learned` back to back, rounds alternating which goes first; medians.
  * Realtime factor = the clip's seconds / wall seconds. CPU seconds are this process's (its threads:
  * the network's) plus its reaped children's (both ffmpegs), which move far less than wall time
- * with the machine's load: their ratio is what `learned` is priced by (LEARNED_PRICE_FACTOR), and
- * its figure fails when the ratio outgrows the price. The wall-time ratio decides the default:
+ * with the machine's load: per Spark of the run's price they are what `learned` is priced by
+ * (CPU_SECONDS_PER_SPARK), and that figure fails when a run costs more. The wall-time ratio decides the default:
  * `learned` only if it is at most 4x (issue 28).
  *
  * Quality: clips made by panning slowly (2 px right and 1 px down a frame, whole pixels, so every
@@ -37,7 +37,7 @@ import { lumaPlane, sharedLumaNet } from '../src/tools/upscaler/luma-net.js';
 import { H264, MP4 } from '../src/tools/video/common.js';
 import { runLearned } from '../src/tools/video/learned-frames.js';
 import { runUpscale } from '../src/tools/video/upscale.js';
-import { LEARNED_PRICE_FACTOR } from '../src/tools/video/upscale-rules.js';
+import { CPU_SECONDS_PER_SPARK, upscaleSparks, upscaleWork } from '../src/tools/video/upscale-work.js';
 import { cpuWithChildren } from './lib/app-children.js';
 import { envInt, envNum, figure, finish, loadNote, machine, median, runBench, table, watchdog, type BenchResult, type Figure } from './lib/report.js';
 
@@ -123,6 +123,8 @@ async function speed(dir: string): Promise<{ figures: Figure[]; rows: string[][]
   const lanczos = { label: 'lanczos', value: s / wall('lanczos') };
   const wallRatio = wall('learned') / wall('lanczos');
   const frames = Math.round(s * 25);
+  const info = { kind: 'video' as const, width: 960, height: 540, durationSeconds: s, frameRate: 25, frames };
+  const sparks = upscaleSparks(upscaleWork(info, 1080, 'learned')!, s, '1080p', 'learned');
   const figures = [
     figure({ name: 'lanczos_realtime', figure: 'video_upscale lanczos, 960x540 -> 1080p: realtime factor', unit: 'x', value: lanczos.value }),
     figure({ name: 'learned_realtime', figure: 'video_upscale learned, 960x540 -> 1080p: realtime factor', unit: 'x', value: s / wall('learned'), baseline: lanczos }),
@@ -133,12 +135,13 @@ async function speed(dir: string): Promise<{ figures: Figure[]; rows: string[][]
       value: wallRatio,
       note: wallRatio <= DEFAULT_IF_AT_MOST ? 'learned could be the default' : 'default stays lanczos',
     }),
+    figure({ name: 'learned_cpu_ratio', figure: 'diag: learned CPU seconds / lanczos CPU seconds', unit: 'x', value: cpu('learned') / cpu('lanczos') }),
     figure({
-      name: 'learned_cpu_ratio',
-      figure: `learned CPU seconds / lanczos CPU seconds (learned is priced ${LEARNED_PRICE_FACTOR}x)`,
-      unit: 'x',
-      value: cpu('learned') / cpu('lanczos'),
-      target: { on: 'value', op: '<=', limit: LEARNED_PRICE_FACTOR },
+      name: 'learned_cpu_per_spark',
+      figure: `learned: CPU seconds per Spark of its price (${sparks} Sparks for the clip; the prices buy ${CPU_SECONDS_PER_SPARK})`,
+      unit: 's',
+      value: cpu('learned') / sparks,
+      target: { on: 'value', op: '<=', limit: CPU_SECONDS_PER_SPARK },
     }),
     figure({
       name: 'learned_seconds_per_mp',
@@ -236,7 +239,7 @@ async function main(): Promise<void> {
     const figures = [...sp.figures];
     const notes = [
       `Speed: a ${settings.speedSeconds} s 960x540 25 fps clip panning across a photograph, to 1080p through the runner, ${settings.rounds} round(s), medians; ffmpeg threads ${settings.threads}, the network's threads its default (the cores, at most 4). CPU seconds include reaped children (both ffmpegs).`,
-      `Price: learned costs ${LEARNED_PRICE_FACTOR}x lanczos per started 10 s (docs/prices.md): the CPU ratio, rounded up to a multiple of 5; the CPU-ratio figure fails when the ratio outgrows it.`,
+      `Price: learned costs the lanczos price plus 1 Spark per started 3 input frame-megapixels (docs/prices.md), from the ${CPU_SECONDS_PER_SPARK} CPU s a Spark buys on the Lanczos path's prices; the CPU-per-Spark figure fails when a run costs more.`,
       `Medians, in seconds:\n\n${'```'}text\n${table(['method', 'wall s', 'CPU s', 'realtime x'], sp.rows)}\n${'```'}`,
     ];
     let details: unknown = { speed: sp.samples };

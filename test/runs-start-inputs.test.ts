@@ -181,8 +181,8 @@ describe('the body and the Idempotency-Key header', () => {
     await rejects('image_upscale', { inputs: { image: [f.png] }, duration_seconds: -5 }, [{ loc: ['body', 'duration_seconds'], code: 'out_of_range' }]);
     await rejects('image_upscale', { inputs: { image: [f.png] }, duration_seconds: '30' }, [{ loc: ['body', 'duration_seconds'], code: 'wrong_type' }]);
     // A hint no file could have prices past any integer: 422 on the hint, not a 500.
-    for (const [tool, hint] of [['video_upscale', 1e20], ['video_transition', 1e300]] as const) {
-      assertFieldErrors(await estimate(s, team.key, tool, { duration_seconds: hint }), [{ loc: ['body', 'duration_seconds'], code: 'out_of_range' }]);
+    for (const hint of [1e20, 1e300]) {
+      assertFieldErrors(await estimate(s, team.key, 'video_transition', { duration_seconds: hint }), [{ loc: ['body', 'duration_seconds'], code: 'out_of_range' }]);
     }
     const ok = await estimate(s, team.key, 'image_upscale', { inputs: { image: [f.png] }, duration_seconds: null });
     assert.equal(ok.statusCode, 200, ok.body);

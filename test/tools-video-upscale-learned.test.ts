@@ -14,7 +14,8 @@ import { LumaNet, sharedLumaNet } from '../src/tools/upscaler/luma-net.js';
 import { H264, MP4 } from '../src/tools/video/common.js';
 import { expectedFrames, runLearned, type LearnedJob } from '../src/tools/video/learned-frames.js';
 import { runUpscale } from '../src/tools/video/upscale.js';
-import { LEARNED_PRICE_FACTOR, learnedTimeLimitSeconds, UPSCALE_RUN_LIMIT_SECONDS } from '../src/tools/video/upscale-rules.js';
+import { learnedTimeLimitSeconds, UPSCALE_RUN_LIMIT_SECONDS } from '../src/tools/video/upscale-rules.js';
+import { upscaleWork } from '../src/tools/video/upscale-work.js';
 import { makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { centredLanczos3 } from './helpers/lanczos-reference.js';
 import { assertFieldErrors, estimate, getRun, runOf, start, uploadReady, type EstimateJson, type RunJson } from './helpers/runs.js';
@@ -263,7 +264,8 @@ describe('video_upscale method learned, on real ffmpeg and the real network', ()
     const facts = { width: 2, height: 2, fps: { num: 30000, den: 1001 }, durationSeconds: 10.01, videoCodec: 'h264', hasAudio: false, audioCodec: null };
     assert.equal(expectedFrames(facts), 300);
     assert.equal(expectedFrames({ ...facts, durationSeconds: 0.001 }), 1);
-    const limit = (pricedSeconds: number) => learnedTimeLimitSeconds({ pricedSeconds, fps: 25, width: 960, height: 540, targetHeight: 1080 });
+    const limit = (pricedSeconds: number) =>
+      learnedTimeLimitSeconds(upscaleWork({ kind: 'video', width: 960, height: 540, durationSeconds: pricedSeconds, frameRate: 25 }, 1080, 'learned')!);
     // 25 frames of 0.52 MP a second: 8 s per MP through the network, 0.1 s per MP encoded (2.07 MP).
     assert.equal(limit(10), Math.ceil(600 + 250 * (0.5184 * 8 + 2.0736 * 0.1)));
     assert.ok(limit(60) > limit(10) && limit(10) > limit(1), `${limit(1)} ${limit(10)} ${limit(60)}`);
@@ -315,7 +317,7 @@ describe('through the API and a real worker', () => {
     await s.close();
   });
 
-  test('a method that is not a choice is a 422 on the slot; learned costs LEARNED_PRICE_FACTOR times lanczos', async () => {
+  test('a method that is not a choice is a 422 on the slot; learned costs the lanczos price plus its frames through the network', async () => {
     for (const method of ['neural', 'LEARNED', 3]) {
       for (const send of [estimate, start]) {
         const res = await send(s, team.key, 'video_upscale', { inputs: { video: [fileId], method } });
@@ -329,8 +331,9 @@ describe('through the API and a real worker', () => {
     };
     assert.equal(await price({}), 2);
     assert.equal(await price({ method: 'lanczos' }), 2);
-    assert.equal(await price({ method: 'learned' }), 2 * LEARNED_PRICE_FACTOR);
-    assert.equal(await price({ method: 'learned', target: '4k' }), 6 * LEARNED_PRICE_FACTOR);
+    // 161x91 at 10 fps for 0.5 s: 5 frames of 0.015 MP through the network, 1 Spark.
+    assert.equal(await price({ method: 'learned' }), 3);
+    assert.equal(await price({ method: 'learned', target: '4k' }), 7);
   });
 
   test('a learned run succeeds at 1080p and costs its estimate', async () => {

@@ -252,8 +252,8 @@ export function runBench(name: string, main: () => Promise<void>): void {
 }
 
 /** Stops a benchmark (cleaning up first) that is still running after BENCH_MAX_MINUTES (10). */
-export function watchdog(name: string, cleanup: () => Promise<void>): void {
-  const minutes = envNum('BENCH_MAX_MINUTES', 10, 0.1);
+export function watchdog(name: string, cleanup: () => Promise<void>, defaultMinutes = 10): void {
+  const minutes = envNum('BENCH_MAX_MINUTES', defaultMinutes, 0.1);
   setTimeout(() => {
     process.stderr.write(`bench:${name}: still running after ${minutes} min, stopping\n`);
     void cleanup().finally(() => process.exit(1));

@@ -54,7 +54,7 @@ export const BENCHES: BenchEntry[] = [
     name: 'tools',
     title: 'the five tools through the API vs their runners called directly',
     script: 'bench/tools.ts',
-    quickEnv: { BENCH_ROUNDS: '1' },
+    quickEnv: { BENCH_ROUNDS: '1', BENCH_WORK_PRICES: 'quick' },
   },
   {
     name: 'quality',

@@ -19,6 +19,13 @@ export interface FileRow {
   width: number | null;
   height: number | null;
   duration_seconds: number | null;
+  /** The rate a run's ffmpeg works a video at; null when unknown (pricing then takes the fastest accepted). */
+  frame_rate: number | null;
+  /** A video's frames as counted at upload; null on rows probed before migration 0021. */
+  video_frames: number | null;
+  /** An image's bands and bits per sample as decoded; null on rows probed before migration 0021. */
+  channels: number | null;
+  bits_per_sample: number | null;
   /** Why a rejected file was rejected (the probe's words, fit to show the client). */
   problem: string | null;
   upload_expires_at: Date;
@@ -26,7 +33,8 @@ export interface FileRow {
 }
 
 const COLUMNS = `id, team_id, file_name, declared_mime, size_bytes, part_size_bytes, part_count, storage_key, upload_id,
-  status, detected_mime, media_kind, width, height, duration_seconds, problem, upload_expires_at, expires_at`;
+  status, detected_mime, media_kind, width, height, duration_seconds, frame_rate, video_frames, channels, bits_per_sample, problem,
+  upload_expires_at, expires_at`;
 
 export async function insertFile(
   db: Queryable,
@@ -77,7 +85,8 @@ export async function recordProbe(db: Queryable, fileId: string, probe: ProbeRes
     `UPDATE files SET status = $2::text, detected_mime = $3::text, media_kind = $4::text, width = $5::integer,
             height = $6::integer, duration_seconds = $7::float8, video_codec = $8::text, audio_codec = $9::text,
             frame_rate = $10::float8, has_audio = $11::boolean, problem = $12::text, completed_at = now(),
-            expires_at = now() + make_interval(secs => $13::integer)
+            expires_at = now() + make_interval(secs => $13::integer), video_frames = $14::integer, channels = $15::smallint,
+            bits_per_sample = $16::smallint
       WHERE id = $1::uuid`,
     [
       fileId,
@@ -93,6 +102,9 @@ export async function recordProbe(db: Queryable, fileId: string, probe: ProbeRes
       probe.hasAudio,
       probe.problem,
       retentionSeconds,
+      probe.frames,
+      probe.channels,
+      probe.bitsPerSample,
     ],
   );
   return status;

@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import { ToolError } from '../core/errors.js';
 import type { MediaBinaries } from './binaries.js';
 import { LENGTH_TOLERANCE_SECONDS, measureLength } from './measure.js';
-import { MAX_VIDEO_PIXELS } from './limits.js';
+import { MAX_VIDEO_PIXELS, workingFrameRate } from './limits.js';
 import type { FfprobeStream } from './probe.js';
 
 /**
@@ -232,11 +232,6 @@ export interface VideoFacts {
 
 type ProbeStream = FfprobeStream;
 
-function fraction(r: string | undefined): { num: number; den: number } | null {
-  const [num, den] = (r ?? '').split('/').map(Number);
-  return num && den && num > 0 && den > 0 && num / den <= 240 ? { num, den } : null;
-}
-
 function unreadable(input: NamedInput, why: string): ToolError {
   const name = input.label.charAt(0).toUpperCase() + input.label.slice(1);
   return new ToolError(`${name} is not a readable video (${why}).`);
@@ -261,7 +256,7 @@ export async function probeVideo(bins: MediaBinaries, input: NamedInput, limits:
   const streams = info.streams ?? [];
   const v = streams.find((s) => s.codec_type === 'video' && !s.disposition?.attached_pic);
   const a = streams.find((s) => s.codec_type === 'audio');
-  const fps = fraction(v?.avg_frame_rate) ?? fraction(v?.r_frame_rate);
+  const fps = workingFrameRate(v?.avg_frame_rate, v?.r_frame_rate);
   if (!v || v.index === undefined || !v.width || !v.height || !fps) {
     const line = ffmpegErrorLine(done.stderr, [input]);
     throw unreadable(input, done.code === 0 ? 'it has no usable video stream' : line.startsWith(`${input.label}: `) ? line.slice(input.label.length + 2) : line);

@@ -3,7 +3,7 @@ import { fileTypeFromBuffer, fileTypeFromFile } from 'file-type';
 import sharp from 'sharp';
 import type { Storage } from '../storage/storage.js';
 import type { MediaBinaries } from './binaries.js';
-import { MAX_FRAME_RATE, MAX_MEDIA_SECONDS, MAX_VIDEO_PIXELS } from './limits.js';
+import { MAX_FRAME_RATE, MAX_MEDIA_SECONDS, MAX_VIDEO_PIXELS, workingFrameRate } from './limits.js';
 import { measureLength, type MeasuredStream, type Measurement } from './measure.js';
 
 export type MediaKind = 'image' | 'video' | 'audio' | 'other';
@@ -18,7 +18,13 @@ export interface ProbeResult {
   durationSeconds: number | null;
   videoCodec: string | null;
   audioCodec: string | null;
+  /** The rate a run's ffmpeg works the video at (workingFrameRate), null when none is usable. */
   frameRate: number | null;
+  /** A video stream's frames, its packets as the length's scan counted them. */
+  frames: number | null;
+  /** An image's bands and bits per sample as decoded (sharp's channels and depth). */
+  channels: number | null;
+  bitsPerSample: number | null;
   hasAudio: boolean;
   /** Why the file is not usable, when it is not. */
   problem: string | null;
@@ -67,8 +73,14 @@ const EMPTY: Omit<ProbeResult, 'kind' | 'mime' | 'decodable' | 'problem'> = {
   videoCodec: null,
   audioCodec: null,
   frameRate: null,
+  frames: null,
+  channels: null,
+  bitsPerSample: null,
   hasAudio: false,
 };
+
+/** Bits of one sample of each libvips band format (sharp's `depth`). */
+const SAMPLE_BITS: Record<string, number> = { uchar: 8, char: 8, ushort: 16, short: 16, uint: 32, int: 32, float: 32, complex: 64, double: 64, dpcomplex: 128 };
 
 function isAudioVideo(mime: string | null): boolean {
   return Boolean(mime && (mime.startsWith('video/') || mime.startsWith('audio/') || mime === 'application/ogg' || mime === 'application/mxf'));
@@ -102,6 +114,8 @@ async function probeImage(path: string, mime: string, limits: ProbeLimits): Prom
       decodable: true,
       width: rotated ? height : width,
       height: rotated ? width : height,
+      channels: meta.channels ?? null,
+      bitsPerSample: SAMPLE_BITS[meta.depth ?? ''] ?? null,
       problem: null,
     };
   } catch (err) {
@@ -228,16 +242,20 @@ async function probeAudioVideo(source: string, mime: string | null, bins: MediaB
     if (limits.maxDurationSeconds !== null && Number.isFinite(declared) && declared > limits.maxDurationSeconds) {
       return refused(`the file is ${hours(declared)} long; at most ${hours(limits.maxDurationSeconds)} are accepted`);
     }
+    const working = video ? workingFrameRate(video.avg_frame_rate, video.r_frame_rate) : null;
+    // The size as displayed, after the stream's rotation, as a run's ffmpeg sees its frames (probeVideo).
+    const turned = video ? Math.abs(Number(video.side_data_list?.find((d) => d.rotation !== undefined)?.rotation ?? video.tags?.rotate ?? 0)) % 180 === 90 : false;
     const result: ProbeResult = {
+      ...EMPTY,
       kind: video ? 'video' : 'audio',
       mime,
       decodable: false,
-      width: video?.width ?? null,
-      height: video?.height ?? null,
+      width: (turned ? video?.height : video?.width) ?? null,
+      height: (turned ? video?.width : video?.height) ?? null,
       durationSeconds: null,
       videoCodec: video?.codec_name ?? null,
       audioCodec: audio?.codec_name ?? null,
-      frameRate: video ? rate(video.avg_frame_rate) ?? rate(video.r_frame_rate) : null,
+      frameRate: working ? working.num / working.den : null,
       hasAudio: Boolean(audio),
       problem: null,
     };
@@ -276,7 +294,7 @@ function lengthVerdict(result: ProbeResult, refused: (problem: string) => ProbeR
       `the video holds ${frames} frames in ${Number(length.toFixed(2))} s (${perSecond} a second); at most ${limits.maxFrameRate} frames a second are accepted`,
     );
   }
-  return { ...result, decodable: true, durationSeconds: length };
+  return { ...result, decodable: true, durationSeconds: length, frames: result.kind === 'video' ? frames : null };
 }
 
 /**

@@ -12,6 +12,7 @@ import type { LocalCopy, Storage } from '../storage/storage.js';
 import { MEDIA_KINDS, ToolError, type InputFile, type RunContext, type ToolManifest } from '../tools/manifest.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { commitSuccess, SuccessOutcomeUnknown } from './commit-success.js';
+import { infoOf } from './inputs.js';
 import { verifyOutputs } from './output-checks.js';
 import { OutputStoreError, storeOutputs } from './outputs.js';
 import type { NewOutput, RunRow } from './repository.js';
@@ -63,7 +64,7 @@ async function inputFiles(deps: ExecutorDeps, tool: ToolManifest, run: RunRow): 
         path: copy.path,
         fileName: row.file_name,
         mime: row.detected_mime,
-        info: { kind: row.media_kind ?? 'other', width: row.width, height: row.height, durationSeconds: row.duration_seconds },
+        info: infoOf(row),
       });
     }
   }

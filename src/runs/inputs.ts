@@ -30,8 +30,18 @@ function itemError(slot: ToolSlot, index: number, message: string, code: string)
   return { loc: loc(slot.name), message: atItem(index, message), code };
 }
 
-function infoOf(f: FileRow): MediaInfo {
-  return { kind: f.media_kind ?? 'other', width: f.width, height: f.height, durationSeconds: f.duration_seconds };
+/** What pricing and a tool's runner know of a file: its row's probe results. */
+export function infoOf(f: FileRow): MediaInfo {
+  return {
+    kind: f.media_kind ?? 'other',
+    width: f.width,
+    height: f.height,
+    durationSeconds: f.duration_seconds,
+    frameRate: f.frame_rate,
+    frames: f.video_frames,
+    channels: f.channels,
+    bitsPerSample: f.bits_per_sample,
+  };
 }
 
 /** Element ids named in element slots, for the consent check that answers before validation. */

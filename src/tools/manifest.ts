@@ -18,12 +18,23 @@ export interface ToolSlot {
   default?: unknown;
 }
 
-/** What a media file contributes to a price, from its probe. */
+/**
+ * What a media file contributes to a price, from its probe. The fields a price follows besides
+ * size and length may be absent or null (not known: a row probed before they were recorded);
+ * prices then take the dearest value the upload limits allow.
+ */
 export interface MediaInfo {
   kind: 'image' | 'video' | 'audio' | 'other';
   width: number | null;
   height: number | null;
   durationSeconds: number | null;
+  /** A video's rate as a run's ffmpeg works it (workingFrameRate). */
+  frameRate?: number | null;
+  /** A video's frames as the upload counted them (its packets). */
+  frames?: number | null;
+  /** An image's bands and bits per sample as decoded. */
+  channels?: number | null;
+  bitsPerSample?: number | null;
 }
 
 /** Inputs as the pricing function sees them: plain values with defaults applied, media resolved. */

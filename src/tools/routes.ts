@@ -36,7 +36,7 @@ const EXAMPLE_TOOL = {
   output_kind: 'video',
   consent: 'none',
   allowed: true,
-  estimate_hint: { sparks_min: 2, sparks_max: 302400 },
+  estimate_hint: { sparks_min: 2, sparks_max: 543419 },
 };
 
 export const ToolSchema = Type.Object(

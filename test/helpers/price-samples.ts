@@ -3,7 +3,7 @@
 // that estimate_hint contains what any run costs.
 import { randomUUID } from 'node:crypto';
 import { prng } from '../../scripts/topology/load.js';
-import { DEFAULT_PROBE_LIMITS, MAX_MEDIA_SECONDS, MAX_VIDEO_PIXELS } from '../../src/media/probe.js';
+import { DEFAULT_PROBE_LIMITS, MAX_FRAME_RATE, MAX_MEDIA_SECONDS, MAX_VIDEO_PIXELS } from '../../src/media/probe.js';
 import { MEDIA_KINDS, type MediaInfo, type PricingInput, type ToolManifest, type ToolSlot } from '../../src/tools/manifest.js';
 
 /** A seeded generator, so a failing sample can be replayed from its seed. */
@@ -22,7 +22,10 @@ function logBetween(rnd: Rnd, lo: number, hi: number): number {
 function imageInfo(rnd: Rnd): MediaInfo {
   // The probe refuses images past maxImagePixels (16383 x 16383).
   const side = Math.floor(Math.sqrt(DEFAULT_PROBE_LIMITS.maxImagePixels));
-  return { kind: 'image', width: Math.round(logBetween(rnd, 1, side)), height: Math.round(logBetween(rnd, 1, side)), durationSeconds: null };
+  const info: MediaInfo = { kind: 'image', width: Math.round(logBetween(rnd, 1, side)), height: Math.round(logBetween(rnd, 1, side)), durationSeconds: null };
+  // Sometimes not known (a row probed before they were recorded); otherwise 1 to 5 bands of 8 to 64 bits.
+  if (rnd() < 0.2) return info;
+  return { ...info, channels: 1 + Math.floor(rnd() * 5), bitsPerSample: [8, 16, 32, 64][Math.floor(rnd() * 4)]! };
 }
 
 function videoInfo(rnd: Rnd): MediaInfo {
@@ -34,7 +37,12 @@ function videoInfo(rnd: Rnd): MediaInfo {
   } while (width * height > MAX_VIDEO_PIXELS);
   // The probe may not tell a length; otherwise uploads are at most MAX_MEDIA_SECONDS long.
   const durationSeconds = rnd() < 0.1 ? null : logBetween(rnd, 0.01, MAX_MEDIA_SECONDS);
-  return { kind: 'video', width, height, durationSeconds };
+  const info: MediaInfo = { kind: 'video', width, height, durationSeconds };
+  // Rate and frame count: sometimes not known (rows probed before they were recorded); the probe
+  // takes at most MAX_FRAME_RATE frames a second of length (240 in any file under a second).
+  if (rnd() < 0.2) return info;
+  const frames = Math.max(1, Math.round(logBetween(rnd, 1, MAX_FRAME_RATE * Math.max(1, durationSeconds ?? 1))));
+  return { ...info, frameRate: rnd() < 0.1 ? null : logBetween(rnd, 0.5, MAX_FRAME_RATE), frames };
 }
 
 function audioInfo(rnd: Rnd): MediaInfo {

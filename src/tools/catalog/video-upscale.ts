@@ -1,8 +1,25 @@
-import { MAX_MEDIA_SECONDS } from '../../media/limits.js';
-import { stringValue, video, type ToolManifest } from '../manifest.js';
-import { DEFAULT_UPSCALE_METHOD, LEARNED_PRICE_FACTOR, UPSCALE_METHODS, UPSCALE_RUN_LIMIT_SECONDS, upscaleMethod, validateUpscale } from '../video/upscale-rules.js';
+import { MAX_FRAME_RATE, MAX_MEDIA_SECONDS } from '../../media/limits.js';
+import { stringValue, video, type MediaInfo, type PricingInput, type ToolManifest } from '../manifest.js';
+import { DEFAULT_UPSCALE_METHOD, TARGET_HEIGHTS, UPSCALE_METHODS, UPSCALE_RUN_LIMIT_SECONDS, upscaleMethod, validateUpscale } from '../video/upscale-rules.js';
+import { LEARNED_FRAME_MP_PER_SPARK, PER_10_SECONDS, upscaleSparks, upscaleWork } from '../video/upscale-work.js';
 
 export const VIDEO_TARGETS = ['1080p', '4k'];
+
+/** The dearest video uploads allow and video_upscale takes: 4 h at 240 fps, frames as wide as 1080p output may be. */
+const DEAREST: MediaInfo = { ...video(32706, 1078, MAX_MEDIA_SECONDS), frameRate: MAX_FRAME_RATE, frames: MAX_FRAME_RATE * MAX_MEDIA_SECONDS };
+
+function upscalePrice(input: PricingInput): number {
+  const target = stringValue(input, 'target', '1080p');
+  const method = upscaleMethod(input);
+  const height = TARGET_HEIGHTS[target] ?? 1080;
+  // No file: validate() refuses duration_seconds alone; were it asked, the dearest a file of that length could be.
+  const hint = input.durationHint ?? 0;
+  const file = input.media.video?.[0] ?? { ...DEAREST, durationSeconds: hint, frames: Math.ceil(MAX_FRAME_RATE * Math.max(1, hint)) };
+  const work = upscaleWork(file, height, method);
+  // A row without a size or length: its run fails before any work ("upload it again").
+  if (!work) return PER_10_SECONDS[target] ?? 2;
+  return upscaleSparks(work, file.durationSeconds ?? 0, target, method);
+}
 
 export const videoUpscale: ToolManifest = {
   id: 'video_upscale',
@@ -11,7 +28,8 @@ export const videoUpscale: ToolManifest = {
     'Upscales a video to 1080p or 4K, keeping its aspect ratio and audio. method lanczos (the default): Lanczos scaling, frame rate and timing kept. ' +
     'method learned: a small neural network trained to enlarge 2x sharpens the brightness of every frame (colour is enlarged smoothly), ' +
     'then Lanczos takes it to the target height when that is not exactly twice the input; finer detail, at a constant frame rate, ' +
-    `many times slower and priced ${LEARNED_PRICE_FACTOR}x.`,
+    `many times slower, and priced by its work: 1 Spark more per started ${LEARNED_FRAME_MP_PER_SPARK} megapixels of input frames. ` +
+    'Priced from the uploaded file (its frames and their size), not from duration_seconds alone.',
   family: 'enhance',
   outputKind: 'video',
   consent: 'none',
@@ -23,17 +41,14 @@ export const videoUpscale: ToolManifest = {
   ],
   plans: ['pro', 'team'],
   pipeline: false,
-  // Per started 10 s of video: 2 Sparks to 1080p, 6 to 4K; learned LEARNED_PRICE_FACTOR times that (its CPU).
-  price: (input) => {
-    const seconds = input.media.video?.[0]?.durationSeconds ?? input.durationHint ?? 0;
-    const per10 = stringValue(input, 'target', '1080p') === '4k' ? 6 : 2;
-    const factor = upscaleMethod(input) === 'learned' ? LEARNED_PRICE_FACTOR : 1;
-    return Math.max(1, Math.ceil(seconds / 10)) * per10 * factor;
-  },
-  // Up to 10 s to 1080p with Lanczos; the longest length uploads take, to 4K, learned.
+  // By its frames and their size (docs/prices.md; src/tools/video/upscale-work.ts).
+  price: upscalePrice,
+  // Up to 10 s of 30 fps to 1080p with Lanczos; the most frames uploads take (4 h at 240 fps), each
+  // as wide as a frame out may be (32766 x 1080), with Lanczos to 1080p: learned is refused long
+  // before (its time limit), and 4K's output pixels cost less a Spark.
   priceRange: {
-    cheapest: { values: { target: '1080p', method: 'lanczos' }, media: { video: [video(1280, 720, 10)] }, durationHint: null },
-    dearest: { values: { target: '4k', method: 'learned' }, media: { video: [video(1920, 1080, MAX_MEDIA_SECONDS)] }, durationHint: null },
+    cheapest: { values: { target: '1080p', method: 'lanczos' }, media: { video: [{ ...video(1280, 720, 10), frameRate: 30, frames: 300 }] }, durationHint: null },
+    dearest: { values: { target: '1080p', method: 'lanczos' }, media: { video: [DEAREST] }, durationHint: null },
   },
   validate: validateUpscale,
   // The ffmpeg wrappers load with the runner's module, on the first run.

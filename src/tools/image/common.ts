@@ -1,4 +1,5 @@
-import { hash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -106,6 +107,21 @@ export async function writeEncoded(outDir: string, fileName: string, format: Out
     mimeType: format.mime,
     encoded: { bytes: encoded.data.length, sha256: hash('sha256', encoded.data, 'hex'), width: encoded.info.width, height: encoded.info.height },
   };
+}
+
+/**
+ * Encodes straight into the work directory and vouches for the file the same way: the checksum is
+ * read back from the file (page cache) rather than taken from a buffer. For image_upscale, whose
+ * outputs reach 64 MP: a 16-bit RGBA PNG that size is ~435 MB, which a buffer would hold in memory
+ * on top of the pixels being encoded (docs/decisions.md, "image_upscale is priced by decoded bytes").
+ * Same encoder, same bytes as toBuffer().
+ */
+export async function encodeToFile(img: Sharp, outDir: string, fileName: string, format: OutputFormat, signal: AbortSignal): Promise<ToolOutput> {
+  const file = path.join(outDir, fileName);
+  const info = await abortable(format.encode(img).toFile(file), signal);
+  const sha256 = createHash('sha256');
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) sha256.update(chunk as Buffer);
+  return { path: file, fileName, mimeType: format.mime, encoded: { bytes: info.size, sha256: sha256.digest('hex'), width: info.width, height: info.height } };
 }
 
 /** Size as displayed: EXIF orientations 5..8 swap width and height. */

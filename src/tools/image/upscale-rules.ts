@@ -33,10 +33,45 @@ export function upscaleLimitProblem(width: number, height: number): string | nul
   return null;
 }
 
-/** The manifest's validate(): a 422 on the image slot when 2x would pass the output limits. */
+/**
+ * Decoded bytes a pixel image_upscale takes at most: 16-bit RGBA (docs/decisions.md, "image_upscale
+ * is priced by decoded bytes"). Its memory and CPU follow these bytes; a float or many-band image
+ * would hold a worker's memory past what docs/operator-guide.md sizes it for.
+ */
+export const MAX_BYTES_PER_PIXEL = 8;
+/** The bytes a megapixel costs 1 Spark for: a megapixel of 8-bit RGB, the price before issue 34. */
+export const BYTES_PER_SPARK = 3_000_000;
+
+/**
+ * Bytes of one pixel as the image decodes (channels x bytes a sample); a row probed before these
+ * were recorded counts as the most accepted (16-bit RGBA).
+ */
+export function bytesPerPixel(m: MediaInfo): number {
+  if (!m.channels || !m.bitsPerSample) return MAX_BYTES_PER_PIXEL;
+  return m.channels * Math.ceil(m.bitsPerSample / 8);
+}
+
+/** 2 Sparks plus 1 per started 3 MB of decoded pixels, a pixel counting at least 3 bytes (the network reads every pixel's luma). */
+export function upscaleSparks(m: MediaInfo | undefined): number {
+  if (!m || !m.width || !m.height) return 2;
+  return 2 + Math.ceil((m.width * m.height * Math.max(3, bytesPerPixel(m))) / BYTES_PER_SPARK);
+}
+
+/** The manifest's validate(): a 422 on the image slot when 2x would pass the output limits, or a pixel decodes past 8 bytes. */
 export function validateUpscale(media: MediaInfo[] | undefined): FieldError[] {
   const m = media?.[0];
   if (!m || m.width === null || m.height === null) return [];
   const problem = upscaleLimitProblem(m.width, m.height);
-  return problem ? [{ loc: ['body', 'inputs', 'image'], message: problem, code: 'too_large' }] : [];
+  if (problem) return [{ loc: ['body', 'inputs', 'image'], message: problem, code: 'too_large' }];
+  const bytes = bytesPerPixel(m);
+  if (bytes > MAX_BYTES_PER_PIXEL) {
+    return [{
+      loc: ['body', 'inputs', 'image'],
+      message:
+        `decodes to ${bytes} bytes a pixel (${m.channels} channels of ${m.bitsPerSample} bits); image_upscale takes at most ` +
+        `${MAX_BYTES_PER_PIXEL} (RGBA of 16 bits): convert it to 8 or 16 bits a sample`,
+      code: 'too_large',
+    }];
+  }
+  return [];
 }

@@ -1,8 +1,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import sharp, { type Metadata, type OutputInfo, type Sharp } from 'sharp';
+import sharp, { type Metadata, type Sharp } from 'sharp';
 import { ToolError, type RunContext, type ToolOutput } from '../manifest.js';
-import { abortable, configureSharp, decodeFailure, orientedSize, outputFormat, outputName, throwIfStopped, writeEncoded } from './common.js';
+import { abortable, configureSharp, decodeFailure, encodeToFile, orientedSize, outputFormat, outputName, throwIfStopped } from './common.js';
 import { lanczos2xPasses } from './lanczos.js';
 import { applyLearned, rawInput, rawOf } from './learned.js';
 import { writePng } from './png-writer.js';
@@ -87,7 +87,7 @@ export async function upscaleImage(opts: UpscaleOptions): Promise<ToolOutput> {
   // 16-bit PNG and TIFF stay 16-bit (sharp writes 8 bits unless told).
   const outDepth = depth === 'ushort' && (format.ext === 'png' || format.ext === 'tiff') ? 'ushort' : 'uchar';
   if (outDepth === 'ushort') img = sixteen(img);
-  let encoded: { data: Buffer; info: OutputInfo };
+  let out: ToolOutput;
   const learnedFile = path.join(opts.outDir, '.upscale-learned.png');
   try {
     if ((opts.method ?? 'learned') === 'learned') {
@@ -108,7 +108,7 @@ export async function upscaleImage(opts: UpscaleOptions): Promise<ToolOutput> {
       img = img.timeout({ seconds: opts.timeoutSeconds });
       if (outDepth === 'ushort') img = sixteen(img);
     }
-    encoded = await abortable(format.encode(img).toBuffer({ resolveWithObject: true }), opts.signal);
+    out = await encodeToFile(img, opts.outDir, outputName(opts.inputName, 'upscaled', format), format, opts.signal);
   } catch (err) {
     throwIfStopped(opts.signal);
     throw decodeFailure(err);
@@ -118,7 +118,7 @@ export async function upscaleImage(opts: UpscaleOptions): Promise<ToolOutput> {
   }
   opts.progress(0.9);
   throwIfStopped(opts.signal);
-  return writeEncoded(opts.outDir, outputName(opts.inputName, 'upscaled', format), format, encoded);
+  return out;
 }
 
 /** The tool's runner. */

@@ -39,6 +39,8 @@ export interface LearnedJob {
   maxOutputBytes: number;
   threads?: number;
   net: LumaNet;
+  /** The frames the run was priced for (upscale-work.ts): the decoder gives no more. */
+  maxFrames?: number;
   /** Frames done / frames expected (from the length and the rate), only ever increasing; 1 at the end. */
   onProgress(fraction: number): void;
 }
@@ -48,8 +50,8 @@ export function expectedFrames(facts: VideoFacts): number {
   return Math.max(1, Math.round((facts.durationSeconds * facts.fps.num) / facts.fps.den));
 }
 
-/** The decoder's command line: constant rate (the encoder's input has no timestamps), yuv444p, source size. */
-export function decoderArgs(input: NamedInput, facts: VideoFacts, threads: string): string[] {
+/** The decoder's command line: constant rate (the encoder's input has no timestamps), yuv444p, source size, at most `maxFrames`. */
+export function decoderArgs(input: NamedInput, facts: VideoFacts, threads: string, maxFrames?: number): string[] {
   const args = ['-hide_banner', '-nostdin', '-nostats', '-v', 'error', '-xerror'];
   if (input.pricedSeconds !== undefined) args.push('-t', (input.pricedSeconds + LENGTH_TOLERANCE_SECONDS).toFixed(3));
   args.push('-protocol_whitelist', 'file', '-format_whitelist', INPUT_FORMATS, '-max_pixels', String(MAX_VIDEO_PIXELS), '-threads', threads, '-i', input.path);
@@ -58,6 +60,7 @@ export function decoderArgs(input: NamedInput, facts: VideoFacts, threads: strin
   // the stream changes size part-way (the probe's size is after rotation, as the decoder's frames are).
   const filter = `scale=${facts.width}:${facts.height}:flags=lanczos,format=yuv444p`;
   args.push('-filter_threads', threads, '-map', '0:v:0', '-an', '-sn', '-dn', '-vf', filter, '-vsync', 'cfr', '-r', rate);
+  if (maxFrames !== undefined) args.push('-frames:v', String(maxFrames));
   args.push('-f', 'rawvideo', '-pix_fmt', 'yuv444p', '-threads', threads, 'pipe:1');
   return args;
 }
@@ -158,7 +161,7 @@ export async function runLearned(job: LearnedJob): Promise<number> {
   const threads = String(boundedThreads(job.threads));
   const w = facts.width;
   const h = facts.height;
-  const decoder = start(job.bins, decoderArgs(job.input, facts, threads), ['ignore', 'pipe', 'pipe']);
+  const decoder = start(job.bins, decoderArgs(job.input, facts, threads, job.maxFrames), ['ignore', 'pipe', 'pipe']);
   const encoder = start(job.bins, encoderArgs(job, threads), ['pipe', 'ignore', 'pipe']);
   let stop: Error | null = null;
   const kill = (why: Error) => {
@@ -181,7 +184,7 @@ export async function runLearned(job: LearnedJob): Promise<number> {
   stdin.on('error', () => {
     encoderGone = true;
   });
-  const expected = expectedFrames(facts);
+  const expected = Math.min(expectedFrames(facts), job.maxFrames ?? Infinity);
   const plane = lumaPlane(w, h);
   const ySize = w * h;
   const outY = 4 * ySize;

@@ -6,6 +6,7 @@ import { sharedLumaNet, type LumaNet } from '../upscaler/luma-net.js';
 import { encodeProgress, H264, H264_CODEC, MP4, namedInputs, PROBE_TIME_LIMIT_MS, scaledWidth, VIDEO_MAX_OUTPUT_BYTES, vouchedMp4, type VideoRunOptions } from './common.js';
 import { runLearned } from './learned-frames.js';
 import { DEFAULT_UPSCALE_METHOD, learnedTimeLimitSeconds, TARGET_HEIGHTS, UPSCALE_METHODS, UPSCALE_TIMEOUT_SECONDS, type UpscaleMethod } from './upscale-rules.js';
+import { upscaleWork } from './upscale-work.js';
 
 /** Audio codecs an MP4 takes as they are; others (Opus, Vorbis, FLAC, PCM...) are encoded to AAC. */
 const MP4_AUDIO = ['aac', 'mp3', 'ac3', 'eac3', 'alac'];
@@ -37,27 +38,27 @@ export interface UpscaleRunOptions extends VideoRunOptions {
  * that is not exactly 2x.
  */
 export async function runUpscale(ctx: RunContext, opts: UpscaleRunOptions = {}): Promise<ToolOutput[]> {
-  const { inputs } = namedInputs(ctx, 'video', () => 'the video');
+  const { files, inputs } = namedInputs(ctx, 'video', () => 'the video');
   const input = inputs[0]!;
   const target = targetOf(ctx.values);
   const method = methodOf(ctx.values);
+  // What the run was priced for, from the upload's probe: it does no more (docs/decisions.md).
+  const priced = upscaleWork(files[0]!.info, target.height, method);
+  if (!priced) throw new ToolError('The size of the video is not known; upload it again.');
   const facts = await probeVideo(ctx.media, input, { signal: ctx.signal, timeLimitMs: PROBE_TIME_LIMIT_MS });
   ctx.progress(0.02);
   if (facts.height >= target.height) {
     throw new ToolError(`The video is already ${facts.height} px high, at or above the ${target.height} px target.`);
+  }
+  if (facts.width * facts.height > priced.inputPixels || scaledWidth(facts.width, facts.height, target.height) * target.height > priced.outputPixels) {
+    throw new ToolError('The video\'s frames are larger than the ones it was priced for; upload it again.');
   }
   const audio = facts.audioCodec && MP4_AUDIO.includes(facts.audioCodec) ? ['-c:a', 'copy'] : ['-c:a', 'aac', '-b:a', '192k'];
   const fileName = `upscaled-${target.name}.mp4`;
   const output = path.join(ctx.workDir, fileName);
   const size = { width: scaledWidth(facts.width, facts.height, target.height), height: target.height, codec: H264_CODEC };
   if (method === 'learned') {
-    const seconds = learnedTimeLimitSeconds({
-      pricedSeconds: input.pricedSeconds ?? facts.durationSeconds,
-      fps: facts.fps.num / facts.fps.den,
-      width: facts.width,
-      height: facts.height,
-      targetHeight: target.height,
-    });
+    const seconds = learnedTimeLimitSeconds(priced);
     const frames = await runLearned({
       bins: ctx.media,
       input,
@@ -70,6 +71,7 @@ export async function runUpscale(ctx: RunContext, opts: UpscaleRunOptions = {}):
       maxOutputBytes: opts.maxOutputBytes ?? VIDEO_MAX_OUTPUT_BYTES,
       threads: opts.threads,
       net: opts.net ?? sharedLumaNet(),
+      maxFrames: priced.frames,
       onProgress: encodeProgress(ctx),
     });
     // A constant rate: every frame given to the encoder lasts one frame at the probed rate.
@@ -82,7 +84,7 @@ export async function runUpscale(ctx: RunContext, opts: UpscaleRunOptions = {}):
     args: [
       '-map', '0:v:0', '-map', '0:a:0?',
       '-vf', `scale=-2:${target.height}:flags=lanczos`,
-      '-vsync', 'passthrough',
+      '-vsync', 'passthrough', '-frames:v', String(priced.frames),
       ...H264, ...audio, ...MP4,
     ],
     output,
