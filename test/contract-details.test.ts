@@ -212,6 +212,8 @@ describe('estimate_hint contains what runs cost', () => {
       ['video_transition', { inputs: { clips: [f.mp4, f.mp4b], duration_seconds: 0.5 } }, 5],
       ['video_upscale', { inputs: { video: [f.mp4], target: '4k' } }, 6],
       ['video_upscale', { inputs: { video: [f.mp4], method: 'learned' } }, null],
+      ['video_upscale', { inputs: { target: '4k' }, duration_seconds: 4 * 3600 }, null],
+      ['video_upscale', { inputs: { method: 'learned' }, duration_seconds: 300 }, null],
       ['video_transition', { inputs: { style: 'fade' }, duration_seconds: 4 * 3600 }, null],
     ];
     for (const [tool, body, expected] of cases) {

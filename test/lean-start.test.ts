@@ -99,10 +99,10 @@ describe('what a toolrun process loads, and when', () => {
       const priced = await api<{ sparks: number }>(s.url, team.key, 'POST', '/v1/tools/video_transition/estimate', { inputs: { style: 'fade' }, duration_seconds: 25 });
       assert.equal(priced.status, 200, JSON.stringify(priced.body));
       assert.equal(priced.body.sparks, 7);
-      // video_upscale's own check (a length alone cannot price it), from its metadata modules.
-      const unpriced = await api<{ error: { errors: { code: string }[] } }>(s.url, team.key, 'POST', '/v1/tools/video_upscale/estimate', { inputs: { target: '4k' }, duration_seconds: 25 });
-      assert.equal(unpriced.status, 422, JSON.stringify(unpriced.body));
-      assert.deepEqual(unpriced.body.error.errors.map((e) => e.code), ['missing']);
+      // video_upscale's price and checks of a length alone, from its metadata modules.
+      const upscale = await api<{ sparks: number }>(s.url, team.key, 'POST', '/v1/tools/video_upscale/estimate', { inputs: { target: '4k' }, duration_seconds: 25 });
+      assert.equal(upscale.status, 200, JSON.stringify(upscale.body));
+      assert.equal(upscale.body.sparks, 18);
       const kit = await api<{ sparks: number }>(s.url, team.key, 'POST', '/v1/tools/brand_kit_extract/estimate', { inputs: { url: 'https://example.com' } });
       assert.equal(kit.status, 200, JSON.stringify(kit.body));
       // brand_kit_extract's own check (a url or files), from its metadata module.

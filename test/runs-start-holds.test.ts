@@ -50,6 +50,7 @@ describe('estimate', () => {
     assert.deepEqual(est, { object: 'estimate', tool_id: 'test_copy', product_id: 'test_copy', sparks: 4, reserve_sparks: 4 });
     assertError(await estimate(s, team.key, 'test_copy', { inputs: { image: [file], mode: 'x' } }), 422, 'invalid_request');
     const poor = await makeTeam(db(), { plan: 'pro', sparks: 1 });
+    assertError(await estimate(s, poor.key, 'video_upscale', { duration_seconds: 60 }), 402, 'insufficient_sparks');
     assertError(await estimate(s, poor.key, 'video_transition', { duration_seconds: 60 }), 402, 'insufficient_sparks');
     await Promise.all(Array.from({ length: 10 }, () => estimate(s, team.key, 'image_upscale', { inputs: { image: [file] } })));
     assert.deepEqual(await teamState(db().pool, team.teamId), before.team);
@@ -101,20 +102,22 @@ describe('estimate', () => {
     assert.deepEqual(await ledgerDrift(db().pool), []);
   });
 
-  test('duration_seconds prices video_transition before its files are known; video_upscale needs its file; a given file\'s probed length wins', async () => {
+  test('duration_seconds prices a metered video tool before its file is known; a given file\'s probed length wins', async () => {
     const team = await makeTeam(db(), { plan: 'pro', sparks: 1000 });
     const price = async (tool: string, body: unknown) => {
       const res = await estimate(s, team.key, tool, body);
       assert.equal(res.statusCode, 200, res.body);
       return res.json<EstimateJson>().sparks;
     };
+    // A length alone prices video_upscale as its target's reference clip at 30 fps (1280x720 to
+    // 1080p, 1920x1080 to 4K): per started 10 s, 2 Sparks to 1080p, 6 to 4k.
+    assert.equal(await price('video_upscale', { duration_seconds: 25 }), 6);
+    assert.equal(await price('video_upscale', { inputs: { target: '4k' }, duration_seconds: 25 }), 18);
     // 2 Sparks per clip (at least 2 clips) plus 1 per started 10 s.
     assert.equal(await price('video_transition', { inputs: { style: 'wipe_left' }, duration_seconds: 35 }), 8);
-    // video_upscale's price follows its frames and their size (issue 34): a length alone does not price it.
-    for (const body of [{}, { duration_seconds: 25 }, { inputs: { target: '4k' }, duration_seconds: 25 }]) {
-      const missing = assertError(await estimate(s, team.key, 'video_upscale', body), 422, 'invalid_request');
-      assert.deepEqual(missing.errors?.map((e) => [e.loc, e.code]), [[['body', 'inputs', 'video'], 'missing']]);
-    }
+    // Without the hint the file is required; a start always needs it.
+    const missing = assertError(await estimate(s, team.key, 'video_upscale', {}), 422, 'invalid_request');
+    assert.deepEqual(missing.errors?.map((e) => [e.loc, e.code]), [[['body', 'inputs', 'video'], 'missing']]);
     // Without the hint the files are required; a start always needs them.
     const noClips = assertError(await estimate(s, team.key, 'video_transition', {}), 422, 'invalid_request');
     assert.deepEqual(noClips.errors?.map((e) => [e.loc, e.code]), [[['body', 'inputs', 'clips'], 'missing']]);

@@ -203,12 +203,18 @@ describe('video_upscale is priced by its frames and their size (item 6)', () => 
     assert.equal(await price('video_upscale', { inputs: { video: [longer] } }), 133);
   });
 
-  test('duration_seconds alone cannot price it: 422 on the video slot, saying why', async () => {
-    for (const inputs of [{}, { target: '4k' }, { method: 'learned' }]) {
-      const res = await estimate(s, team.key, 'video_upscale', { inputs, duration_seconds: 95 });
-      assertFieldErrors(res, [{ loc: ['body', 'inputs', 'video'], code: 'missing' }]);
-      assert.match(res.body, /frames/);
-    }
+  test('duration_seconds alone prices the target\'s reference clip at 30 fps; learned work past its limit is 422 at duration_seconds', async () => {
+    // 95 s of 1280x720 (1080p) or 1920x1080 (4K) at 30 fps: the per-10 s price, unchanged.
+    assert.equal(await price('video_upscale', { duration_seconds: 95 }), 20);
+    assert.equal(await price('video_upscale', { inputs: { target: '4k' }, duration_seconds: 95 }), 60);
+    // learned adds 1 Spark per started 2.5 MP of input frames: 2,850 x 0.9216 MP -> 1,051.
+    assert.equal(await price('video_upscale', { inputs: { method: 'learned' }, duration_seconds: 95 }), 20 + 1051);
+    // 600 s of 720p at 30 fps is past what learned's 24 h limit covers: said at the hint.
+    const res = await estimate(s, team.key, 'video_upscale', { inputs: { method: 'learned' }, duration_seconds: 600 });
+    assertFieldErrors(res, [{ loc: ['body', 'duration_seconds'], code: 'too_large' }]);
+    assert.match(res.body, /method lanczos/);
+    // A given file wins over the hint: its own frames price it.
+    assert.equal(await price('video_upscale', { inputs: { video: [ids.fast], method: 'learned' }, duration_seconds: 95 }), await price('video_upscale', { inputs: { video: [ids.fast], method: 'learned' } }));
   });
 });
 

@@ -1,6 +1,6 @@
 import { MAX_FRAME_RATE, MAX_MEDIA_SECONDS } from '../../media/limits.js';
 import { stringValue, video, type MediaInfo, type PricingInput, type ToolManifest } from '../manifest.js';
-import { DEFAULT_UPSCALE_METHOD, TARGET_HEIGHTS, UPSCALE_METHODS, UPSCALE_RUN_LIMIT_SECONDS, upscaleMethod, validateUpscale } from '../video/upscale-rules.js';
+import { DEFAULT_UPSCALE_METHOD, hintClip, TARGET_HEIGHTS, UPSCALE_METHODS, UPSCALE_RUN_LIMIT_SECONDS, upscaleMethod, validateUpscale } from '../video/upscale-rules.js';
 import { LEARNED_FRAME_MP_PER_SPARK, PER_10_SECONDS, upscaleSparks, upscaleWork } from '../video/upscale-work.js';
 
 export const VIDEO_TARGETS = ['1080p', '4k'];
@@ -12,9 +12,8 @@ function upscalePrice(input: PricingInput): number {
   const target = stringValue(input, 'target', '1080p');
   const method = upscaleMethod(input);
   const height = TARGET_HEIGHTS[target] ?? 1080;
-  // No file: validate() refuses duration_seconds alone; were it asked, the dearest a file of that length could be.
-  const hint = input.durationHint ?? 0;
-  const file = input.media.video?.[0] ?? { ...DEAREST, durationSeconds: hint, frames: Math.ceil(MAX_FRAME_RATE * Math.max(1, hint)) };
+  // No file yet: duration_seconds prices a clip of that length as HINT_CLIP describes; the file prices the run.
+  const file = input.media.video?.[0] ?? hintClip(input.durationHint ?? 0, target);
   const work = upscaleWork(file, height, method);
   // A row without a size or length: its run fails before any work ("upload it again").
   if (!work) return PER_10_SECONDS[target] ?? 2;
@@ -29,7 +28,8 @@ export const videoUpscale: ToolManifest = {
     'method learned: a small neural network trained to enlarge 2x sharpens the brightness of every frame (colour is enlarged smoothly), ' +
     'then Lanczos takes it to the target height when that is not exactly twice the input; finer detail, at a constant frame rate, ' +
     `many times slower, and priced by its work: 1 Spark more per started ${LEARNED_FRAME_MP_PER_SPARK} megapixels of input frames. ` +
-    'Priced from the uploaded file (its frames and their size), not from duration_seconds alone.',
+    'Priced from the uploaded file (its frames and their size); duration_seconds alone prices a clip of that length at 30 fps ' +
+    'in the target\'s reference size (1280x720 to 1080p, 1920x1080 to 4K); more frames or larger ones cost more.',
   family: 'enhance',
   outputKind: 'video',
   consent: 'none',

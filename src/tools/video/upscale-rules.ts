@@ -1,8 +1,8 @@
 import type { FieldError } from '../../core/errors.js';
 import { MAX_VIDEO_PIXELS } from '../../media/limits.js';
-import { stringValue, type PricingInput } from '../manifest.js';
+import { stringValue, type MediaInfo, type PricingInput } from '../manifest.js';
 import { UPSCALE_METHODS, type UpscaleMethod } from '../upscaler/methods.js';
-import { upscaleWork, type UpscaleWork } from './upscale-work.js';
+import { REFERENCE, upscaleWork, type UpscaleWork } from './upscale-work.js';
 
 /**
  * video_upscale's targets and input check: what the API needs for pricing and validation,
@@ -56,22 +56,29 @@ const VIDEO = ['body', 'inputs', 'video'];
 const mp = (pixels: number) => `${Number((pixels / 1e6).toFixed(1))} MP`;
 
 /**
- * The video slot's 422s: no file (duration_seconds cannot price what frames and sizes decide),
- * an input already at or above the target height, output frames larger than a video may hold
- * (the output check would refuse them after all the work), and learned work past its time limit.
+ * What duration_seconds alone prices (no file yet, so no frames or size): a clip of that length at
+ * 30 fps in the target's reference size (1280x720 to 1080p, 1920x1080 to 4K), the ordinary video
+ * whose price per started 10 s never changed (docs/decisions.md, "duration_seconds prices
+ * video_upscale as its reference clip"). The uploaded file prices the run itself (estimate with its
+ * id = hold = charge); more frames or larger ones cost more than this.
+ */
+export const HINT_RATE = 30;
+
+export function hintClip(seconds: number, target: string): MediaInfo {
+  const [width, height] = (REFERENCE[target] ?? REFERENCE['1080p']!).input;
+  return { kind: 'video', width, height, durationSeconds: seconds, frameRate: HINT_RATE, frames: Math.max(1, Math.ceil(seconds * HINT_RATE - 1e-9)) };
+}
+
+/**
+ * The video slot's 422s: an input already at or above the target height, output frames larger
+ * than a video may hold (the output check would refuse them after all the work), and learned work
+ * past its time limit; for duration_seconds alone, the last one at duration_seconds.
  */
 export function validateUpscale(input: PricingInput): FieldError[] {
-  const v = input.media.video?.[0];
-  if (!v) {
-    if (input.durationHint === null) return [];
-    return [{
-      loc: VIDEO,
-      message:
-        'is required to price video_upscale: its price follows the frames and their size (a 240 fps clip costs up to 8 times a 30 fps one ' +
-        'of the same length), which duration_seconds alone does not tell; upload the video and estimate with its id',
-      code: 'missing',
-    }];
-  }
+  const given = input.media.video?.[0];
+  if (!given && input.durationHint === null) return [];
+  const v = given ?? hintClip(input.durationHint ?? 0, stringValue(input, 'target', '1080p'));
+  const loc = given ? VIDEO : ['body', 'duration_seconds'];
   const targetName = stringValue(input, 'target', '1080p');
   const target = TARGET_HEIGHTS[targetName];
   if (v.height === null || !target) return [];
@@ -91,9 +98,9 @@ export function validateUpscale(input: PricingInput): FieldError[] {
   if (method === 'learned' && learnedSeconds(work) > LEARNED_LIMIT_SECONDS) {
     const frameMp = Math.round((work.frames * work.inputPixels) / 1e6);
     return [{
-      loc: VIDEO,
+      loc,
       message:
-        `is ${work.frames} frames of ${v.width} x ${v.height} px (${frameMp} frame-megapixels through the network), more than method learned ` +
+        `${given ? 'is' : `prices a ${HINT_RATE} fps clip of that length:`} ${work.frames} frames of ${v.width} x ${v.height} px (${frameMp} frame-megapixels through the network), more than method learned ` +
         `takes in a run: its time limit (${LEARNED_BASE_SECONDS} s + ${LEARNED_SECONDS_PER_MP} s per input frame-megapixel + ` +
         `${LEARNED_ENCODE_SECONDS_PER_MP} s per output frame-megapixel) would pass ${Math.round(LEARNED_LIMIT_SECONDS / 3600)} h ` +
         '(about 13 minutes of 960x540 at 25 fps to 1080p fit); use method lanczos, or a shorter clip',

@@ -928,7 +928,7 @@ export type components = {
          *       "object": "tool",
          *       "id": "video_upscale",
          *       "name": "Upscale video",
-         *       "description": "Upscales a video to 1080p or 4K, keeping its aspect ratio and audio. method lanczos (the default): Lanczos scaling, frame rate and timing kept. method learned: a small neural network trained to enlarge 2x sharpens the brightness of every frame (colour is enlarged smoothly), then Lanczos takes it to the target height when that is not exactly twice the input; finer detail, at a constant frame rate, many times slower, and priced by its work: 1 Spark more per started 2.5 megapixels of input frames. Priced from the uploaded file (its frames and their size), not from duration_seconds alone.",
+         *       "description": "Upscales a video to 1080p or 4K, keeping its aspect ratio and audio. method lanczos (the default): Lanczos scaling, frame rate and timing kept. method learned: a small neural network trained to enlarge 2x sharpens the brightness of every frame (colour is enlarged smoothly), then Lanczos takes it to the target height when that is not exactly twice the input; finer detail, at a constant frame rate, many times slower, and priced by its work: 1 Spark more per started 2.5 megapixels of input frames. Priced from the uploaded file (its frames and their size); duration_seconds alone prices a clip of that length at 30 fps in the target's reference size (1280x720 to 1080p, 1920x1080 to 4K); more frames or larger ones cost more.",
          *       "family": "enhance",
          *       "inputs": [
          *         {
@@ -1021,7 +1021,7 @@ export type components = {
          *           "object": "tool",
          *           "id": "video_upscale",
          *           "name": "Upscale video",
-         *           "description": "Upscales a video to 1080p or 4K, keeping its aspect ratio and audio. method lanczos (the default): Lanczos scaling, frame rate and timing kept. method learned: a small neural network trained to enlarge 2x sharpens the brightness of every frame (colour is enlarged smoothly), then Lanczos takes it to the target height when that is not exactly twice the input; finer detail, at a constant frame rate, many times slower, and priced by its work: 1 Spark more per started 2.5 megapixels of input frames. Priced from the uploaded file (its frames and their size), not from duration_seconds alone.",
+         *           "description": "Upscales a video to 1080p or 4K, keeping its aspect ratio and audio. method lanczos (the default): Lanczos scaling, frame rate and timing kept. method learned: a small neural network trained to enlarge 2x sharpens the brightness of every frame (colour is enlarged smoothly), then Lanczos takes it to the target height when that is not exactly twice the input; finer detail, at a constant frame rate, many times slower, and priced by its work: 1 Spark more per started 2.5 megapixels of input frames. Priced from the uploaded file (its frames and their size); duration_seconds alone prices a clip of that length at 30 fps in the target's reference size (1280x720 to 1080p, 1920x1080 to 4K); more frames or larger ones cost more.",
          *           "family": "enhance",
          *           "inputs": [
          *             {
