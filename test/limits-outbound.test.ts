@@ -181,7 +181,8 @@ describe('hostile SVG logos', () => {
     const { kit, files } = await kitOf('/logos.html');
     assert.equal(kit.name, 'Logo Co');
     assert.deepEqual(files, ['brand-kit.json'], 'neither SVG became a logo');
-    assert.deepEqual(kit.warnings, [`logo ${base}/bomb.svg: not a decodable image`, `logo ${base}/refs.svg: not a decodable image`]);
+    // The logo warnings (the kit may also say how sure its name is: issue 35).
+    assert.deepEqual(kit.warnings.filter((w) => w.startsWith('logo ')), [`logo ${base}/bomb.svg: not a decodable image`, `logo ${base}/refs.svg: not a decodable image`]);
     assert.equal(hits.get('/secret.png'), undefined, 'the internal URL inside the SVG was never requested');
     assert.doesNotMatch(JSON.stringify(kit), /root:|#ff0000/i);
   });
