@@ -81,7 +81,8 @@ function watch() {
     peak = Math.max(peak, process.memoryUsage.rss());
     for (const p of descendants()) seen.set(`${p.pid}:${p.start}`, p);
   };
-  const timer = setInterval(sample, 20);
+  // Unref'd: a test that fails before stop() must not keep the file's process alive.
+  const timer = setInterval(sample, 20).unref();
   return {
     seen: () => [...seen.values()],
     stop() {
@@ -177,7 +178,8 @@ function writableCgroup(): string | null {
   return null;
 }
 
-const renderDirs = (cgroup: string) => fs.readdirSync(cgroup).filter((d) => d.startsWith('toolrun-render-'));
+/** The cgroups this process made for its renders (other test files may render at the same time). */
+const renderDirs = (cgroup: string) => fs.readdirSync(cgroup).filter((d) => d.startsWith(`toolrun-render-${process.pid}-`));
 
 describe('item 3: the browser process tree is bounded in memory', () => {
   for (const cgroup of [true, false]) {
@@ -187,7 +189,7 @@ describe('item 3: the browser process tree is bounded in memory', () => {
       if (cgroup && !parent) return t.skip('no memory cgroup this process may write to: the watchdog test covers the bound');
       const w = watch();
       let during: string[] = [];
-      const sampling = cgroup ? setInterval(() => (during = [...new Set([...during, ...renderDirs(parent!)])]), 50) : null;
+      const sampling = cgroup ? setInterval(() => (during = [...new Set([...during, ...renderDirs(parent!)])]), 50).unref() : null;
       const started = Date.now();
       const lines: Record<string, unknown>[] = [];
       const kit = await kitOf(createBrandKitRunner({}, { render: { cgroup } })(context(`${site.url}/memory`, { memoryMb: 700, logger: capture(lines) })));
@@ -234,7 +236,7 @@ describe('item 4: the close is bounded; one --disable-features', () => {
     const w = watch();
     const started = Date.now();
     const asked = site.served.length;
-    const run = kitOf(createBrandKitRunner({}, { render: { budgetMs: 5000, navigationMs: 4000 } })(context(`${site.url}/busy`)));
+    const run = kitOf(createBrandKitRunner({}, { render: { budgetMs: 10_000, navigationMs: 8000 } })(context(`${site.url}/busy`)));
     // Every Chromium process stopped once the page is loading: the browser can answer nothing, its close included.
     const stopped = await waitFor(
       'Chromium to load the page',
@@ -244,13 +246,20 @@ describe('item 4: the close is bounded; one --disable-features', () => {
       },
       30_000,
     );
-    for (const p of stopped) process.kill(p.pid, 'SIGSTOP');
+    for (const p of stillRunning(stopped)) {
+      try {
+        process.kill(p.pid, 'SIGSTOP');
+      } catch {
+        // ended meanwhile (a helper process)
+      }
+    }
     t.diagnostic(`stopped ${stopped.length} Chromium processes`);
     const kit = await run;
     const took = Date.now() - started;
     const { processes } = w.stop();
     t.diagnostic(`took ${took} ms`);
-    assert.ok(took < 5000 + 5000, `took ${took} ms`);
+    // The budget, the 3 s grace to close, and a little for the kill and the static reading.
+    assert.ok(took < 10_000 + 3000 + 2000, `took ${took} ms`);
     assert.ok(kit.warnings.some((w) => /could not be rendered/.test(w)), JSON.stringify(kit.warnings));
     await nothingLeft(processes);
   });
