@@ -24,6 +24,7 @@ import type { BrandKit } from '../src/tools/brand-kit/schema.js';
 import type { RunContext } from '../src/tools/manifest.js';
 import { assertValidKit } from './helpers/brand-kit.js';
 import { SHELL_BRAND, ShellSite } from './helpers/brand-shell.js';
+import { BrandSite } from './helpers/brand-site.js';
 import { DnsServer } from './helpers/dns-server.js';
 import { CHROMIUM } from './helpers/browser.js';
 import { descendants, isChromium } from './helpers/process-tree.js';
@@ -185,6 +186,34 @@ const proxyOn = (dns: DnsServer) =>
     logger: pino({ level: 'silent' }),
     resolver: () => dns.resolver(),
   });
+
+describe('what the render hands back', () => {
+  test('every stylesheet and image the page loaded, byte for byte, beside the rendered DOM', async (t) => {
+    if (skipWithoutChromium(t)) return;
+    const brand = await new BrandSite().start();
+    try {
+      const page = await renderIsolated(`${brand.url}/`, {
+        executablePath: CHROMIUM,
+        allowPrivate: true,
+        signal: new AbortController().signal,
+        limits: DEFAULT_RENDER_LIMITS,
+        workDir: workDir(),
+        logger: pino({ level: 'silent' }),
+      });
+      assert.match(page.html, /<h1>Fly higher<\/h1>/);
+      assert.equal(page.truncated, false);
+      for (const p of ['/css/main.css', '/css/extra.css', '/img/logo.png', '/img/photo.png']) {
+        const kept = page.resources.get(`${brand.url}${p}`);
+        assert.ok(kept, `${p} kept`);
+        const served = await fetch(`${brand.url}${p}`);
+        assert.deepEqual(kept.body, Buffer.from(await served.arrayBuffer()), `${p} as served`);
+        assert.equal(kept.headers['content-type'], served.headers.get('content-type'));
+      }
+    } finally {
+      await brand.close();
+    }
+  });
+});
 
 describe('the render proxy on its own', () => {
   test("requests without the render's credentials (Chromium's own background requests) get 407 and no name is looked up", async () => {

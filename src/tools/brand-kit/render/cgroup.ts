@@ -25,6 +25,7 @@ export class MemoryCgroup {
   /** A new cgroup limited to `limitBytes`, or null when none can be made here. */
   static create(limitBytes: number): MemoryCgroup | null {
     for (const found of ownCgroups()) {
+      removeStale(found.dir);
       const dir = path.join(found.dir, `toolrun-render-${process.pid}-${randomBytes(4).toString('hex')}`);
       try {
         if (found.version === 2 && !/\bmemory\b/.test(read(path.join(found.dir, 'cgroup.subtree_control')))) continue;
@@ -131,6 +132,29 @@ export class MemoryCgroup {
       return true;
     } catch {
       return false;
+    }
+  }
+}
+
+/**
+ * Removes the empty render cgroups of service processes that are gone (killed before they could
+ * remove them; their child processes end with them, see render-child.ts). rmdir refuses a
+ * cgroup that still holds a process, so nothing running is touched.
+ */
+function removeStale(parent: string): void {
+  let entries: string[];
+  try {
+    entries = fs.readdirSync(parent);
+  } catch {
+    return;
+  }
+  for (const name of entries) {
+    const owner = /^toolrun-render-(\d+)-[0-9a-f]{8}$/.exec(name)?.[1];
+    if (!owner || Number(owner) === process.pid || fs.existsSync(`/proc/${owner}`)) continue;
+    try {
+      fs.rmdirSync(path.join(parent, name));
+    } catch {
+      // still in use, or not ours to remove
     }
   }
 }

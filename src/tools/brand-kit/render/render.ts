@@ -168,6 +168,7 @@ export class PageRender {
     });
     const kept: KeptFile[] = [];
     let keptBytes = 0;
+    let files = 0;
     const keptUrls = new Set<string>();
     const pending: Promise<void>[] = [];
     page.on('response', (res: Response) => {
@@ -178,7 +179,8 @@ export class PageRender {
             if (keptBytes + body.length > limits.maxKeptBytes || keptUrls.has(res.url())) return;
             keptBytes += body.length;
             keptUrls.add(res.url());
-            const file = `kept-${kept.length}.bin`;
+            // Named before the write: responses arrive together, and each write takes a while.
+            const file = `kept-${files++}.bin`;
             await fs.writeFile(path.join(dir, file), body);
             // The browser hands the body decoded, so its content-encoding no longer applies.
             kept.push({ url: res.url(), status: res.status(), contentType: (res.headers()['content-type'] ?? '').slice(0, 500) || null, file, bytes: body.length });

@@ -215,7 +215,7 @@ class Session {
   }
 
   private async killNow(): Promise<void> {
-    await this.cgroup?.killAll();
+    await this.cgroup?.killAll(500);
     this.tree.killAll();
   }
 
@@ -225,11 +225,12 @@ class Session {
     await Promise.race([this.exited, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.opts.limits.closeGraceMs)))]);
     clearTimeout(timer);
     this.failure ??= 'the render is over';
-    for (let i = 0; i < 50; i++) {
+    const until = Date.now() + 3000;
+    do {
       await this.killNow();
       if (!this.tree.running().length && (this.child.exitCode !== null || this.child.signalCode !== null)) return;
       await new Promise((r) => setTimeout(r, 40));
-    }
+    } while (Date.now() < until);
     this.opts.logger.warn({ pids: this.tree.running() }, 'brand_kit_extract: render processes still running after being killed');
   }
 }
