@@ -74,6 +74,9 @@ export interface RenderedPage {
   memory: RenderMemory;
 }
 
+/** Log lines one render may forward (the proxy's refusals): past it they are dropped. */
+export const MAX_LOG_MESSAGES = 100;
+
 export class RenderError extends Error {
   override readonly name = 'RenderError';
 }

@@ -4,7 +4,8 @@ import type { RenderLimits } from './limits.js';
 
 /**
  * The messages between the service and the render's child process (render-child.ts), over
- * Node's IPC channel. Everything the child sends is small and bounded, and checked on arrival:
+ * Node's IPC channel (the child imports only their types: TypeBox takes a quarter of a second to
+ * load, the child's start is paid on every render). Everything the child sends is small and bounded, and checked on arrival:
  * the page's content never travels here; the rendered DOM and the kept resources are files in
  * the render's directory, which the service checks by size before reading.
  */
@@ -92,5 +93,3 @@ export function checkFromChild(raw: unknown): FromChild | null {
   return Value.Check(FromChildSchema, raw) ? raw : null;
 }
 
-/** Log lines one render may forward (the proxy's refusals): past it they are dropped. */
-export const MAX_LOG_MESSAGES = 100;

@@ -5,7 +5,8 @@
 // answers {type:'done'} or {type:'failed'} (small messages: the page's DOM and resources go to
 // files in the render's directory), closes the browser within the grace and exits. It also exits
 // when the service goes away (the IPC channel closes).
-import { MAX_LOG_MESSAGES, type FromChild, type ToChild } from './protocol.js';
+import { MAX_LOG_MESSAGES } from './limits.js';
+import type { FromChild, ToChild } from './protocol.js';
 import { PageRender } from './render.js';
 
 const send = (m: FromChild): Promise<void> =>

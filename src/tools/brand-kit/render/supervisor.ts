@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { OutboundResponse } from '../../../net/outbound.js';
 import { MemoryCgroup } from './cgroup.js';
-import { RenderError, type RenderedPage, type RenderLimits } from './limits.js';
+import { MAX_LOG_MESSAGES, RenderError, type RenderedPage, type RenderLimits } from './limits.js';
 import { checkFromChild, type ChildResult, type ToChild } from './protocol.js';
 import { ProcessTree } from './tree.js';
 
@@ -70,7 +70,7 @@ export async function renderIsolated(url: string, opts: IsolatedRenderOptions): 
   // What the child hands back (the DOM, kept resources) goes in the run's work directory.
   const dir = await fs.mkdtemp(path.join(opts.workDir, 'render-'));
   const home = await browserDir().catch(() => null);
-  const cgroup = opts.limits.cgroup ? MemoryCgroup.create(opts.limits.memoryMb * MB) : null;
+  let cgroup = opts.limits.cgroup ? MemoryCgroup.create(opts.limits.memoryMb * MB) : null;
   let session: Session | null = null;
   try {
     if (!home) throw new RenderError('no temporary directory for the browser');
@@ -82,11 +82,20 @@ export async function renderIsolated(url: string, opts: IsolatedRenderOptions): 
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       serialization: 'json',
     });
+    // At once, so the child's own start (its modules) is counted too; it launches nothing before it is told to.
+    try {
+      if (cgroup) cgroup.adopt(child.pid ?? -1);
+    } catch {
+      opts.logger.warn({ cgroup: cgroup?.dir }, 'brand_kit_extract: the render process could not be put in its memory cgroup; the watchdog bounds it');
+      await cgroup?.remove();
+      cgroup = null;
+    }
     session = new Session(child, dir, home, cgroup, opts);
     const result = await session.outcome(url);
     return await readFiles(dir, result, opts.limits, session.memory());
   } finally {
     await session?.stop();
+    if (session) opts.logger.debug({ render_ms: session.timings }, 'brand_kit_extract: render process ended');
     if (cgroup && !(await cgroup.remove())) opts.logger.warn({ cgroup: cgroup.dir }, 'brand_kit_extract: the render cgroup could not be removed');
     await Promise.all([dir, home].map((d) => (d ? fs.rm(d, { recursive: true, force: true }).catch(() => {}) : null)));
   }
@@ -101,6 +110,9 @@ class Session {
   private readonly limitBytes: number;
   private readonly exited: Promise<void>;
   private settle: ((outcome: { result: ChildResult } | { error: string }) => void) | null = null;
+  /** Milliseconds from the fork: the child ready, the page read, every process gone. */
+  readonly timings: { ready?: number; read?: number; ended?: number } = {};
+  private readonly forked = Date.now();
 
   constructor(
     private readonly child: ChildProcess,
@@ -136,23 +148,23 @@ class Session {
   /** Sends the job once the child is ready (and in its cgroup) and waits for its answer, within every bound. */
   async outcome(url: string): Promise<ChildResult> {
     const { limits, signal } = this.opts;
-    const deadline = Date.now() + limits.budgetMs;
+    const started = Date.now();
+    const deadline = started + limits.budgetMs;
     const answer = new Promise<{ result: ChildResult } | { error: string }>((resolve) => (this.settle = resolve));
     let logged = 0;
     this.child.on('message', (raw: unknown) => {
       const m = checkFromChild(raw);
       if (!m) return this.fail('the render process sent a malformed message');
       if (m.type === 'log') {
-        if (logged++ < 100) this.opts.logger.warn({ ...m.fields, via: 'render_proxy' }, m.msg);
+        if (logged++ < MAX_LOG_MESSAGES) this.opts.logger.warn({ ...m.fields, via: 'render_proxy' }, m.msg);
       } else if (m.type === 'ready') {
-        try {
-          this.cgroup?.adopt(this.child.pid ?? -1);
-        } catch {
-          return this.fail('the render process could not be put in its memory cgroup');
-        }
+        this.timings.ready = Date.now() - started;
         const job: ToChild = { type: 'render', job: { url, executablePath: this.opts.executablePath, allowPrivate: this.opts.allowPrivate, allowAddresses: this.opts.allowAddresses ?? null, limits, deadline, dir: this.dir } };
         this.child.send(job);
-      } else if (m.type === 'done') this.settle?.({ result: m.result });
+      } else if (m.type === 'done') {
+        this.timings.read = Date.now() - started;
+        this.settle?.({ result: m.result });
+      }
       else this.settle?.({ error: this.memoryFailure() ?? m.message });
     });
     void this.exited.then(() => this.fail(this.memoryFailure() ?? this.deathCause()));
@@ -228,7 +240,10 @@ class Session {
     const until = Date.now() + 3000;
     do {
       await this.killNow();
-      if (!this.tree.running().length && (this.child.exitCode !== null || this.child.signalCode !== null)) return;
+      if (!this.tree.running().length && (this.child.exitCode !== null || this.child.signalCode !== null)) {
+        this.timings.ended = Date.now() - this.forked;
+        return;
+      }
       await new Promise((r) => setTimeout(r, 40));
     } while (Date.now() < until);
     this.opts.logger.warn({ pids: this.tree.running() }, 'brand_kit_extract: render processes still running after being killed');
