@@ -167,10 +167,16 @@ function read(file: string): string {
   }
 }
 
-/** The service's own memory cgroups (v2 first, then v1), as directories under their mount points. */
-function ownCgroups(): { version: 1 | 2; dir: string }[] {
-  const lines = read('/proc/self/cgroup').split('\n');
-  const mounts = read('/proc/self/mountinfo').split('\n').map((l) => {
+const ownCgroups = () => cgroupDirs(read('/proc/self/cgroup'), read('/proc/self/mountinfo'));
+
+/**
+ * A process's memory cgroups (v2 first, then v1) as directories under their mount points, from
+ * its /proc/<pid>/cgroup and /proc/<pid>/mountinfo (a mount's root may be a cgroup itself, as in a
+ * container: the path is then taken relative to it).
+ */
+export function cgroupDirs(procCgroup: string, mountinfo: string): { version: 1 | 2; dir: string }[] {
+  const lines = procCgroup.split('\n');
+  const mounts = mountinfo.split('\n').map((l) => {
     // id parent major:minor root mount-point options [optional fields] - fstype source super-options
     const [left, right] = l.split(' - ');
     const f = (left ?? '').split(' ');
@@ -179,7 +185,7 @@ function ownCgroups(): { version: 1 | 2; dir: string }[] {
   });
   const under = (mount: { root: string; point: string }, cgroupPath: string) => {
     const rel = mount.root !== '/' && cgroupPath.startsWith(mount.root) ? cgroupPath.slice(mount.root.length) : cgroupPath;
-    return path.join(mount.point.replace(/\\040/g, ' '), rel);
+    return path.join(mount.point.replace(/\\040/g, ' '), rel).replace(/(.)\/+$/, '$1');
   };
   const out: { version: 1 | 2; dir: string }[] = [];
   const v2 = lines.find((l) => l.startsWith('0::'))?.slice(3);

@@ -71,6 +71,7 @@ export async function renderIsolated(url: string, opts: IsolatedRenderOptions): 
   const dir = await fs.mkdtemp(path.join(opts.workDir, 'render-'));
   const home = await browserDir().catch(() => null);
   let cgroup = opts.limits.cgroup ? MemoryCgroup.create(opts.limits.memoryMb * MB) : null;
+  let unused: MemoryCgroup | null = null;
   let session: Session | null = null;
   try {
     if (!home) throw new RenderError('no temporary directory for the browser');
@@ -82,12 +83,14 @@ export async function renderIsolated(url: string, opts: IsolatedRenderOptions): 
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       serialization: 'json',
     });
-    // At once, so the child's own start (its modules) is counted too; it launches nothing before it is told to.
+    // At once, so the child's own start (its modules) is counted too; it launches nothing before
+    // it is told to. Synchronously with the fork, as is the session, whose handlers must be on
+    // the child before its first event (an unhandled 'error' would end the service).
     try {
       if (cgroup) cgroup.adopt(child.pid ?? -1);
     } catch {
       opts.logger.warn({ cgroup: cgroup?.dir }, 'brand_kit_extract: the render process could not be put in its memory cgroup; the watchdog bounds it');
-      await cgroup?.remove();
+      unused = cgroup;
       cgroup = null;
     }
     session = new Session(child, dir, home, cgroup, opts);
@@ -96,6 +99,7 @@ export async function renderIsolated(url: string, opts: IsolatedRenderOptions): 
   } finally {
     await session?.stop();
     if (session) opts.logger.debug({ render_ms: session.timings }, 'brand_kit_extract: render process ended');
+    await unused?.remove();
     if (cgroup && !(await cgroup.remove())) opts.logger.warn({ cgroup: cgroup.dir }, 'brand_kit_extract: the render cgroup could not be removed');
     await Promise.all([dir, home].map((d) => (d ? fs.rm(d, { recursive: true, force: true }).catch(() => {}) : null)));
   }
@@ -148,8 +152,7 @@ class Session {
   /** Sends the job once the child is ready (and in its cgroup) and waits for its answer, within every bound. */
   async outcome(url: string): Promise<ChildResult> {
     const { limits, signal } = this.opts;
-    const started = Date.now();
-    const deadline = started + limits.budgetMs;
+    const deadline = Date.now() + limits.budgetMs;
     const answer = new Promise<{ result: ChildResult } | { error: string }>((resolve) => (this.settle = resolve));
     let logged = 0;
     this.child.on('message', (raw: unknown) => {
@@ -158,18 +161,20 @@ class Session {
       if (m.type === 'log') {
         if (logged++ < MAX_LOG_MESSAGES) this.opts.logger.warn({ ...m.fields, via: 'render_proxy' }, m.msg);
       } else if (m.type === 'ready') {
-        this.timings.ready = Date.now() - started;
+        this.timings.ready = Date.now() - this.forked;
         const job: ToChild = { type: 'render', job: { url, executablePath: this.opts.executablePath, allowPrivate: this.opts.allowPrivate, allowAddresses: this.opts.allowAddresses ?? null, limits, deadline, dir: this.dir } };
         this.child.send(job);
       } else if (m.type === 'done') {
-        this.timings.read = Date.now() - started;
+        this.timings.read = Date.now() - this.forked;
         this.settle?.({ result: m.result });
+      } else {
+        this.settle?.({ error: this.memoryFailure() ?? m.message });
       }
-      else this.settle?.({ error: this.memoryFailure() ?? m.message });
     });
     void this.exited.then(() => this.fail(this.memoryFailure() ?? this.deathCause()));
     const onAbort = () => this.fail('cancelled');
     signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
     const overdue = setTimeout(() => this.fail(`the render took longer than ${limits.budgetMs} ms`), limits.budgetMs + limits.closeGraceMs);
     const watchdog = setInterval(() => this.watch(), WATCH_MS);
     try {
