@@ -8,6 +8,8 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { FINGERPRINT_FILE, freshBuild, sourceFingerprint } from '../scripts/build-state.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import { HOSTILE_BRAND, HostileSite } from './helpers/brand-hostile.js';
+import { CHROMIUM } from './helpers/browser.js';
 import { cliEnv, ROOT, waitFor } from './helpers/process.js';
 
 let out: string;
@@ -119,6 +121,36 @@ describe('the compiled build', () => {
       assert.equal(await exited, 0, stderr);
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+
+  test("brand_kit_extract's render child runs compiled on plain node (supervisor.ts forks render-child.js, no tsx)", async (t) => {
+    if (!fs.existsSync(CHROMIUM)) return t.skip(`no Chromium at ${CHROMIUM}`);
+    const site = await new HostileSite().start();
+    const workDir = fs.mkdtempSync(path.join(path.dirname(out), 'render-'));
+    try {
+      const script = path.join(path.dirname(out), 'render.mjs');
+      fs.writeFileSync(
+        script,
+        `const { renderIsolated } = await import(${JSON.stringify(path.join(out, 'tools', 'brand-kit', 'render', 'supervisor.js'))});
+const { DEFAULT_RENDER_LIMITS } = await import(${JSON.stringify(path.join(out, 'tools', 'brand-kit', 'render', 'limits.js'))});
+const logger = { warn() {}, debug() {} };
+const page = await renderIsolated(process.argv[2], { executablePath: ${JSON.stringify(CHROMIUM)}, allowPrivate: true, signal: new AbortController().signal, limits: DEFAULT_RENDER_LIMITS, workDir: process.argv[3], logger });
+console.log(JSON.stringify({ h1: page.computed.h1, html: page.html.length, bound: page.memory.bound }));
+`,
+      );
+      const child = spawn(process.execPath, [script, `${site.url}/plain`, workDir], { cwd: ROOT, env: cliEnv({}), stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      assert.equal(code, 0, stderr);
+      const got = JSON.parse(stdout) as { h1: { fontFamily: string[] } | null; html: number };
+      assert.equal(got.h1?.fontFamily[0], HOSTILE_BRAND.heading);
+      assert.ok(got.html > 100);
+    } finally {
+      await site.close();
     }
   });
 });

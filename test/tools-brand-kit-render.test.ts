@@ -1,7 +1,9 @@
 // brand_kit_extract's render mode (TOOLRUN_BROWSER_PATH) on an empty-shell page built by a
 // script (test/helpers/brand-shell.ts), against the static reader on the same page; the render's
 // proxy refusing a private address while the page still renders; its time bound and cancel, with
-// the browser gone after each; and the setting's check at start-up. Uses Debian's chromium.
+// the browser gone after each; and the settings' checks at start-up. The render runs in a child
+// process (supervisor.ts); what a hostile page can do to it: tools-brand-kit-render-bounds.test.ts.
+// Uses Debian's chromium.
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import fs from 'node:fs';
@@ -14,15 +16,18 @@ import pino from 'pino';
 import { ConfigError, loadConfig } from '../src/config/config.js';
 import { resolveMediaBinaries } from '../src/media/binaries.js';
 import { RenderProxy } from '../src/tools/brand-kit/render/proxy.js';
-import { DEFAULT_RENDER_LIMITS, renderPage } from '../src/tools/brand-kit/render/render.js';
+import { DEFAULT_RENDER_LIMITS } from '../src/tools/brand-kit/render/limits.js';
+import { renderIsolated } from '../src/tools/brand-kit/render/supervisor.js';
 import { SHELL_WARNING } from '../src/tools/brand-kit/render/shell.js';
 import { createBrandKitRunner } from '../src/tools/brand-kit/run.js';
 import type { BrandKit } from '../src/tools/brand-kit/schema.js';
 import type { RunContext } from '../src/tools/manifest.js';
 import { assertValidKit } from './helpers/brand-kit.js';
 import { SHELL_BRAND, ShellSite } from './helpers/brand-shell.js';
+import { BrandSite } from './helpers/brand-site.js';
 import { DnsServer } from './helpers/dns-server.js';
 import { CHROMIUM } from './helpers/browser.js';
+import { descendants, isChromium } from './helpers/process-tree.js';
 import { waitFor } from './helpers/worker.js';
 
 const present = fs.existsSync(CHROMIUM);
@@ -56,15 +61,19 @@ after(async () => {
   for (const d of workDirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
+function workDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-bk-render-'));
+  workDirs.push(dir);
+  return dir;
+}
+
 function context(values: Record<string, unknown>, opts: { browser: boolean; allowPrivate?: boolean; signal?: AbortSignal }): RunContext {
-  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-bk-render-'));
-  workDirs.push(workDir);
   return {
     runId: '00000000-0000-4000-8000-000000000001',
     teamId: '00000000-0000-4000-8000-000000000002',
     values,
     files: {},
-    workDir,
+    workDir: workDir(),
     signal: opts.signal ?? new AbortController().signal,
     progress: () => {},
     media: resolveMediaBinaries(),
@@ -81,21 +90,8 @@ async function kitOf(outputs: Awaited<ReturnType<ReturnType<typeof createBrandKi
   return data;
 }
 
-/** Chromium processes this test process started and that are still alive. */
-function chromiumChildren(): number[] {
-  const pids: number[] = [];
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const m = /^\d+ \((.*)\) (\S) (\d+)/.exec(stat);
-      if (m && Number(m[3]) === process.pid && /chrom/i.test(m[1]!) && m[2] !== 'Z') pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
+/** Chromium processes this test process started (through the render's child process) that are still alive. */
+const chromiumChildren = () => descendants().filter(isChromium).map((p) => p.pid);
 
 const noBrowserLeft = () => waitFor('every Chromium process to exit', async () => (chromiumChildren().length === 0 ? true : undefined), 10_000);
 
@@ -146,13 +142,14 @@ describe("the render's proxy", () => {
   test('a page reaching for a private address gets nothing from it (production rules), and still renders', async (t) => {
     if (skipWithoutChromium(t)) return;
     privateConnections = 0;
-    const onlyTheSite = (ip: string) => ip === '127.0.0.1';
-    const page = await renderPage(`${site.url}/probe`, {
+    const onlyTheSite = ['127.0.0.1'];
+    const page = await renderIsolated(`${site.url}/probe`, {
       executablePath: CHROMIUM,
       allowPrivate: false,
-      allowAddress: onlyTheSite,
+      allowAddresses: onlyTheSite,
       signal: new AbortController().signal,
       limits: DEFAULT_RENDER_LIMITS,
+      workDir: workDir(),
       logger: pino({ level: 'silent' }),
     });
     assert.match(page.html, /<h1>Private Probe<\/h1>/);
@@ -163,7 +160,7 @@ describe("the render's proxy", () => {
     assert.equal(privateConnections, 0);
     assert.equal(privateDatagrams, 0);
 
-    const kit = await kitOf(await createBrandKitRunner({}, { allowAddress: onlyTheSite })(context({ url: `${site.url}/probe` }, { browser: true, allowPrivate: false })));
+    const kit = await kitOf(await createBrandKitRunner({}, { allowAddresses: onlyTheSite })(context({ url: `${site.url}/probe` }, { browser: true, allowPrivate: false })));
     assert.equal(kit.name, 'Private Probe');
     assert.equal(privateConnections, 0);
     await noBrowserLeft();
@@ -189,6 +186,34 @@ const proxyOn = (dns: DnsServer) =>
     logger: pino({ level: 'silent' }),
     resolver: () => dns.resolver(),
   });
+
+describe('what the render hands back', () => {
+  test('every stylesheet and image the page loaded, byte for byte, beside the rendered DOM', async (t) => {
+    if (skipWithoutChromium(t)) return;
+    const brand = await new BrandSite().start();
+    try {
+      const page = await renderIsolated(`${brand.url}/`, {
+        executablePath: CHROMIUM,
+        allowPrivate: true,
+        signal: new AbortController().signal,
+        limits: DEFAULT_RENDER_LIMITS,
+        workDir: workDir(),
+        logger: pino({ level: 'silent' }),
+      });
+      assert.match(page.html, /<h1>Fly higher<\/h1>/);
+      assert.equal(page.truncated, false);
+      for (const p of ['/css/main.css', '/css/extra.css', '/img/logo.png', '/img/photo.png']) {
+        const kept = page.resources.get(`${brand.url}${p}`);
+        assert.ok(kept, `${p} kept`);
+        const served = await fetch(`${brand.url}${p}`);
+        assert.deepEqual(kept.body, Buffer.from(await served.arrayBuffer()), `${p} as served`);
+        assert.equal(kept.headers['content-type'], served.headers.get('content-type'));
+      }
+    } finally {
+      await brand.close();
+    }
+  });
+});
 
 describe('the render proxy on its own', () => {
   test("requests without the render's credentials (Chromium's own background requests) get 407 and no name is looked up", async () => {
@@ -278,11 +303,12 @@ describe('render bounds', () => {
 
   test('a byte budget smaller than the page: what is over it is refused and the render still finishes', async (t) => {
     if (skipWithoutChromium(t)) return;
-    const page = await renderPage(`${site.url}/`, {
+    const page = await renderIsolated(`${site.url}/`, {
       executablePath: CHROMIUM,
       allowPrivate: true,
       signal: new AbortController().signal,
       limits: { ...DEFAULT_RENDER_LIMITS, maxBytes: 1500 },
+      workDir: workDir(),
       logger: pino({ level: 'silent' }),
     });
     assert.ok(page.stats.refused >= 1, `refused: ${page.stats.refused}`);
@@ -290,7 +316,7 @@ describe('render bounds', () => {
   });
 });
 
-describe('TOOLRUN_BROWSER_PATH', () => {
+describe('TOOLRUN_BROWSER_PATH and TOOLRUN_BROWSER_MEMORY_MB', () => {
   const refused = (value: string) => {
     assert.throws(
       () => loadConfig({ TOOLRUN_BROWSER_PATH: value }, '/srv/app'),
@@ -301,6 +327,16 @@ describe('TOOLRUN_BROWSER_PATH', () => {
     assert.equal(loadConfig({}, '/srv/app').browserPath, null);
     if (skipWithoutChromium(t)) return;
     assert.equal(loadConfig({ TOOLRUN_BROWSER_PATH: CHROMIUM }, '/srv/app').browserPath, CHROMIUM);
+  });
+  test('TOOLRUN_BROWSER_MEMORY_MB: 1024 unless set; outside 256..65536 or not a number stops start-up naming the variable', () => {
+    assert.equal(loadConfig({}, '/srv/app').browserMemoryMb, 1024);
+    assert.equal(loadConfig({ TOOLRUN_BROWSER_MEMORY_MB: '2048' }, '/srv/app').browserMemoryMb, 2048);
+    for (const bad of ['100', '70000', '1g', '-5']) {
+      assert.throws(
+        () => loadConfig({ TOOLRUN_BROWSER_MEMORY_MB: bad }, '/srv/app'),
+        (err: unknown) => err instanceof ConfigError && err.variable === 'TOOLRUN_BROWSER_MEMORY_MB',
+      );
+    }
   });
   test('a missing file, a directory, a file that does not run or a relative path stops start-up naming the variable', () => {
     refused('/nonexistent/chromium');

@@ -40,6 +40,8 @@ export interface Config {
   allowPrivateNetwork: boolean;
   /** Chromium for brand_kit_extract's render mode (TOOLRUN_BROWSER_PATH); null: pages are read without a browser. */
   browserPath: string | null;
+  /** The most memory one render (its child process and every Chromium process) may use, in MB (TOOLRUN_BROWSER_MEMORY_MB). */
+  browserMemoryMb: number;
   demoSeed: boolean;
   storage: StorageConfig;
   files: FilesConfig;
@@ -291,6 +293,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     workerConcurrency: int(env, 'TOOLRUN_WORKER_CONCURRENCY', Math.max(1, cores - 1), 1, 256),
     allowPrivateNetwork,
     browserPath: browserPath(env),
+    browserMemoryMb: int(env, 'TOOLRUN_BROWSER_MEMORY_MB', 1024, 256, 64 * 1024),
     demoSeed: bool(env, 'TOOLRUN_DEMO_SEED', !production),
     storage,
     webhooks: {

@@ -64,6 +64,12 @@ export interface OutboundOptions {
   resolver?: ResolverFactory;
   /** Keep-alive connections per host, port and vetted address (default: a new connection each). */
   agents?: AgentPool;
+  /**
+   * Told the size of each body chunk (decoded) before it is kept; throwing an OutboundError
+   * fails the request with it. For a budget several requests share (the render proxy), counted
+   * as the bytes arrive rather than once a whole body is in.
+   */
+  onChunk?: (bytes: number) => void;
 }
 
 export interface OutboundResponse {
@@ -207,6 +213,14 @@ function once(url: URL, address: ResolvedAddress, opts: OutboundOptions, signal:
           if (size > opts.maxBytes) {
             fail(new OutboundError('too_large', `the response is larger than ${opts.maxBytes} bytes`));
             return;
+          }
+          if (opts.onChunk) {
+            try {
+              opts.onChunk(c.length);
+            } catch (err) {
+              fail(err instanceof OutboundError ? err : new OutboundError('too_large', 'the response is over its budget'));
+              return;
+            }
           }
           chunks.push(c);
         });

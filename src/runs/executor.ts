@@ -165,6 +165,7 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow, owner: string,
       logger: log,
       outbound: { allowPrivate: config.allowPrivateNetwork },
       browserPath: config.browserPath,
+      browserMemoryMb: config.browserMemoryMb,
       limits: { ffmpegThreads: config.runs.ffmpegThreads, maxOutputBytes: config.runs.maxOutputBytes },
     };
     const outputs = await timed('runner', () => runner(ctx));

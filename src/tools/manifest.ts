@@ -103,6 +103,8 @@ export interface RunContext {
   outbound: { allowPrivate: boolean };
   /** Chromium for tools that render pages (TOOLRUN_BROWSER_PATH); null or absent: they read pages without a browser. */
   browserPath?: string | null;
+  /** The most memory one render's processes may use together, in MB (TOOLRUN_BROWSER_MEMORY_MB); absent: the default. */
+  browserMemoryMb?: number;
   /** Bounds from the configuration: ffmpeg threads and the largest output a tool may write. */
   limits: { ffmpegThreads: number; maxOutputBytes: number };
 }

@@ -39,14 +39,17 @@ function stopIfAborted(signal: AbortSignal): void {
 /**
  * The brand_kit_extract runner. Limits are the defaults in production; tests may pass smaller
  * ones to exercise the bounds without waiting out the real ones, and which addresses count as
- * allowed (one loopback address, to show the others refused).
+ * allowed (one loopback address, to show the others refused: a list, which the render's child
+ * process can be given).
  */
 export function createBrandKitRunner(
   overrides: Partial<FetchLimits> = {},
-  testing: { render?: Partial<RenderLimits>; allowAddress?: (ip: string) => boolean } = {},
+  testing: { render?: Partial<RenderLimits>; allowAddresses?: string[] } = {},
 ): ToolRunner {
   const limits: FetchLimits = { ...DEFAULT_FETCH_LIMITS, ...overrides };
-  const renderLimits: RenderLimits = { ...DEFAULT_RENDER_LIMITS, ...testing.render };
+  const renderLimits: RenderLimits = { ...DEFAULT_RENDER_LIMITS, htmlBytes: limits.pageBytes, ...testing.render };
+  const allowed = testing.allowAddresses;
+  const allowAddress = allowed ? (ip: string) => allowed.includes(ip) : undefined;
   return async (ctx: RunContext): Promise<ToolOutput[]> => {
     const url = typeof ctx.values.url === 'string' ? ctx.values.url : null;
     const files = ctx.files.files ?? [];
@@ -62,9 +65,9 @@ export function createBrandKitRunner(
     let logos: Awaited<ReturnType<typeof collectLogos>> = { logos: [], outputs: [] };
     if (url) {
       // With a browser, the page is rendered first; the static reader then reads the rendered DOM.
-      const rendered = await renderForRun(url, ctx, renderLimits, warnings, testing.allowAddress);
+      const rendered = await renderForRun(url, ctx, renderLimits, warnings, allowed);
       stopIfAborted(ctx.signal);
-      const fetchOptions = { allowPrivate: ctx.outbound.allowPrivate, signal: ctx.signal, limits, logger: ctx.logger, ...(testing.allowAddress ? { allowAddress: testing.allowAddress } : {}) };
+      const fetchOptions = { allowPrivate: ctx.outbound.allowPrivate, signal: ctx.signal, limits, logger: ctx.logger, ...(allowAddress ? { allowAddress } : {}) };
       const fetcher = new SiteFetcher(fetchOptions, rendered ? { url, page: rendered } : null);
       site = await loadSite(url, fetcher, (f) => ctx.progress(f * pageShare));
       stopIfAborted(ctx.signal);

@@ -11,7 +11,7 @@ export interface ProxyRules {
   allowPrivate: boolean;
   /** Tests only (see outboundRequest): which addresses count as allowed. */
   allowAddress?: ((ip: string) => boolean) | undefined;
-  /** Bytes the browser may receive in all: responses and tunnels together. */
+  /** Bytes the browser may receive and send in all: request and response bodies and tunnels, both ways, together. */
   maxBytes: number;
   /** Requests and tunnels the browser may open in all. */
   maxRequests: number;
@@ -104,6 +104,18 @@ export class RenderProxy {
     return null;
   }
 
+  /**
+   * Takes `n` bytes from the budget every request and tunnel shares, in either direction, as they
+   * pass: false (nothing taken) when they would overspend it. Counted per chunk, not per
+   * finished answer, so requests under way at once cannot each spend the whole remainder; and
+   * since a plain answer is held until it is complete, all of them together hold at most the budget.
+   */
+  private spend(n: number): boolean {
+    if (this.stats.bytes + n > this.rules.maxBytes) return false;
+    this.stats.bytes += n;
+    return true;
+  }
+
   /** Whether a request carries this render's credentials (compared in constant time). */
   private authorised(req: http.IncomingMessage): boolean {
     const given = Buffer.from(req.headers['proxy-authorization'] ?? '');
@@ -146,6 +158,7 @@ export class RenderProxy {
     if (over) return this.refuse(res, 503, over);
     const body = method === 'POST' ? await this.readBody(req).catch(() => null) : undefined;
     if (body === null) return this.refuse(res, 413, `a request body over ${MAX_REQUEST_BODY} bytes`);
+    if (body && !this.spend(body.length)) return this.refuse(res, 503, `more than ${this.rules.maxBytes} bytes`);
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(req.headers)) {
       if (value === undefined || DROPPED_REQUEST.has(name)) continue;
@@ -157,7 +170,10 @@ export class RenderProxy {
         ...(this.rules.allowAddress ? { allowAddress: this.rules.allowAddress } : {}),
         ...(this.rules.resolver ? { resolver: this.rules.resolver } : {}),
         timeoutMs: this.rules.requestTimeoutMs,
-        maxBytes: Math.max(0, Math.min(this.rules.maxResponseBytes, this.rules.maxBytes - this.stats.bytes)),
+        maxBytes: this.rules.maxResponseBytes,
+        onChunk: (n) => {
+          if (!this.spend(n)) throw new OutboundError('too_large', `the render's ${this.rules.maxBytes}-byte budget is spent`);
+        },
         // The browser follows redirects itself, each one back through here and vetted again.
         maxRedirects: 0,
         method,
@@ -165,7 +181,6 @@ export class RenderProxy {
         ...(body ? { body } : {}),
         signal: this.stop.signal,
       });
-      this.stats.bytes += answer.body.length;
       const out: http.OutgoingHttpHeaders = {};
       for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !DROPPED_RESPONSE.has(name)) out[name] = value;
       out['content-length'] = String(answer.body.length);
@@ -231,30 +246,31 @@ export class RenderProxy {
     upstream.once('connect', () => {
       connected = true;
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      if (head.length) upstream.write(head);
-      const counter = new ByteBudget(this.stats, this.rules.maxBytes);
-      upstream.pipe(counter).pipe(client);
-      counter.on('error', () => {
+      const cut = () => {
         upstream.destroy();
         client.destroy();
-      });
-      client.pipe(upstream);
+      };
+      if (head.length && !this.spend(head.length)) return cut();
+      if (head.length) upstream.write(head);
+      // Both directions spend the one budget: a page may not send out what it may not fetch.
+      const incoming = new ByteBudget((n) => this.spend(n));
+      const outgoing = new ByteBudget((n) => this.spend(n));
+      incoming.on('error', cut);
+      outgoing.on('error', cut);
+      upstream.pipe(incoming).pipe(client);
+      client.pipe(outgoing).pipe(upstream);
     });
   }
 }
 
-/** Counts what a tunnel brings in against the render's byte budget; past it, the tunnel is cut. */
+/** Counts what passes one way through a tunnel against the render's byte budget; past it, the tunnel is cut. */
 class ByteBudget extends Transform {
-  constructor(
-    private readonly stats: ProxyStats,
-    private readonly max: number,
-  ) {
+  constructor(private readonly spend: (n: number) => boolean) {
     super();
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.stats.bytes += chunk.length;
-    if (this.stats.bytes > this.max) return done(new Error('the render byte budget is spent'));
+    if (!this.spend(chunk.length)) return done(new Error('the render byte budget is spent'));
     done(null, chunk);
   }
 }

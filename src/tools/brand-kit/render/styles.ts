@@ -29,9 +29,15 @@ export interface RenderedStyles {
 
 /** The largest amount of script-inserted CSS (CSSOM rules with no text in the page) carried over. */
 export const MAX_CSSOM_CHARS = 1024 * 1024;
+/** Elements looked at for one selector: a page of a million hidden links is not read to its end. */
+const MAX_LOOKED = 2000;
 
 /**
- * Evaluated in the page (a string, so nothing the TypeScript build adds leaks into the page).
+ * Evaluated in the page, in an isolated world of the reader's own (read.ts): the page's scripts
+ * share its DOM but not its globals, so they cannot change what String.prototype.match or
+ * getComputedStyle answer here. A string, so nothing the TypeScript build adds leaks into the
+ * page. Every answer is bounded here, before it crosses to the service: at most 20 families of
+ * 200 characters per element, MAX_CSSOM_CHARS of CSS, MAX_LOOKED elements per selector.
  * Colours go through a 1x1 canvas, which turns every colour syntax the browser knows (oklch,
  * color(display-p3 ...), lab) into sRGB bytes. Also returns the CSS that scripts inserted through
  * the CSSOM (CSS-in-JS libraries in production mode), which the serialised HTML does not carry.
@@ -50,7 +56,7 @@ export const READ_PAGE_SCRIPT = `(() => {
     if (d[3] < 128) return null;
     return '#' + [d[0], d[1], d[2]].map((v) => v.toString(16).padStart(2, '0')).join('');
   };
-  const families = (v) => (v.match(/"[^"]*"|'[^']*'|[^,]+/g) || []).map((s) => s.trim().replace(/^["']|["']$/g, '').trim()).filter(Boolean);
+  const families = (v) => (String(v).slice(0, 4000).match(/"[^"]*"|'[^']*'|[^,]+/g) || []).slice(0, 20).map((s) => s.trim().replace(/^["']|["']$/g, '').trim().slice(0, 200)).filter(Boolean);
   const style = (el) => {
     const cs = getComputedStyle(el);
     return { fontFamily: families(cs.fontFamily), color: toHex(cs.color), background: toHex(cs.backgroundColor) };
@@ -62,8 +68,9 @@ export const READ_PAGE_SCRIPT = `(() => {
   };
   const all = (selector, n, skip) => {
     const out = [];
+    let looked = 0;
     for (const el of document.querySelectorAll(selector)) {
-      if (out.length >= n) break;
+      if (out.length >= n || looked++ >= ${MAX_LOOKED}) break;
       if (skip && el.closest(skip)) continue;
       if (visible(el)) out.push(style(el));
     }
@@ -89,11 +96,19 @@ export const READ_PAGE_SCRIPT = `(() => {
   const css = [];
   let size = 0;
   const take = (sheet) => {
-    let text = '';
-    try { text = Array.from(sheet.cssRules, (r) => r.cssText).join('\\n'); } catch { return; }
-    if (!text || size + text.length > ${MAX_CSSOM_CHARS}) return;
-    size += text.length;
-    css.push(text);
+    const rules = [];
+    let length = 0;
+    try {
+      for (const r of sheet.cssRules) {
+        const t = r.cssText;
+        length += t.length + 1;
+        if (size + length > ${MAX_CSSOM_CHARS}) return;
+        rules.push(t);
+      }
+    } catch { return; }
+    if (!rules.length) return;
+    size += length;
+    css.push(rules.join('\\n'));
   };
   for (const sheet of Array.from(document.styleSheets)) {
     const node = sheet.ownerNode;

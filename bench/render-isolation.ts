@@ -1,0 +1,215 @@
+/**
+ * `npm run bench:render-isolation`: what one brand_kit_extract render costs the service and the
+ * machine (issue 34), through the API as `toolrun serve` runs it (an API child with its workers,
+ * TOOLRUN_BROWSER_PATH set, loopback allowed). For each page, one run at a time:
+ *   - the API process's peak resident memory during the run (VmHWM, reset with clear_refs 5
+ *     before the run) and how much it rose above the RSS before it;
+ *   - /healthz's slowest answer while the run lasted (asked every 100 ms);
+ *   - the peak of the render's process tree (every process under the API's: the render's
+ *     controller and Chromium), summed RssAnon + RssShmem (what the kernel cannot drop; the
+ *     service's watchdog counts the same) and summed PSS, sampled every 100 ms;
+ *   - the run's end: status, and the kit's warnings about the render.
+ * Pages: the hostile ones of test/helpers/brand-hostile.ts (plain, bigtext, bighidden, globals, console,
+ * memory) and the shared sites (../shared/fixtures/brandkit-sites). Writes
+ * bench/results/render-isolation.json; docs/decisions.md ("Render isolation (issue 34)") quotes it.
+ *
+ * Environment: DATABASE_URL (else an embedded PostgreSQL), BENCH_BROWSER_PATH (/usr/bin/chromium),
+ * BENCH_PAGES (comma-separated subset: plain,bigtext,bighidden,globals,console,memory,sites), BENCH_MAX_MINUTES (10).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createLogger } from '../src/logger.js';
+import { HostileSite } from '../test/helpers/brand-hostile.js';
+import { Api, prepareTeam, type RunJson } from './lib/api.js';
+import { processTree, startAppChild, type AppChild } from './lib/app-children.js';
+import { loadTruth, serveSites, sitesMissing, type SiteServer } from './lib/brandkit-sites.js';
+import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
+import { fmt, loadNote, machine, MIB, runBench, sleep, table, watchdog, writeResults, type BenchResult } from './lib/report.js';
+
+const browserPath = process.env.BENCH_BROWSER_PATH || '/usr/bin/chromium';
+const wanted = new Set((process.env.BENCH_PAGES || 'plain,bigtext,bighidden,globals,console,memory,sites').split(','));
+const RUN_TIMEOUT_MS = 120_000;
+
+const status = (pid: number) => fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+const kb = (text: string, field: string) => 1024 * Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(text)?.[1] ?? 0);
+
+/** The render's processes: everything under the API process, not the API itself. */
+function renderTree(apiPid: number): { resident: number; pss: number } {
+  let resident = 0;
+  let pss = 0;
+  for (const pid of processTree(apiPid)) {
+    if (pid === apiPid) continue;
+    try {
+      const s = status(pid);
+      resident += kb(s, 'RssAnon') + kb(s, 'RssShmem');
+      pss += kb(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'), 'Pss');
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return { resident, pss };
+}
+
+interface Row {
+  page: string;
+  status: string;
+  apiRssBeforeMiB: number;
+  apiPeakMiB: number;
+  apiRiseMiB: number;
+  healthzMaxMs: number;
+  treeResidentPeakMiB: number;
+  treePssPeakMiB: number;
+  seconds: number;
+  renderWarnings: string[];
+}
+
+interface KitJson {
+  warnings?: string[];
+}
+
+async function kitOf(api: Api, run: RunJson & { outputs?: { asset_id: string; file_name: string }[] }): Promise<KitJson | null> {
+  const output = run.outputs?.find((o) => o.file_name === 'brand-kit.json');
+  if (!output) return null;
+  for (let i = 0; i < 100; i++) {
+    const res = await fetch(`${api.base}/v1/runs/${run.id}/outputs/${output.asset_id}/url`, { headers: { authorization: `Bearer ${api.key}` } });
+    if (res.status === 409) {
+      await sleep(100);
+      continue;
+    }
+    return (await (await fetch(((await res.json()) as { url: string }).url)).json()) as KitJson;
+  }
+  return null;
+}
+
+async function measure(child: AppChild, api: Api, page: string, url: string): Promise<Row> {
+  const pid = child.pid;
+  const before = kb(status(pid), 'VmRSS');
+  // 5: the peak resident set size starts again from the current RSS (proc(5), clear_refs).
+  fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  let healthzMax = 0;
+  let resident = 0;
+  let pss = 0;
+  let stop = false;
+  const healthz = (async () => {
+    while (!stop) {
+      const t0 = performance.now();
+      await fetch(`${api.base}/healthz`).then((r) => r.arrayBuffer()).catch(() => undefined);
+      healthzMax = Math.max(healthzMax, performance.now() - t0);
+      await sleep(100);
+    }
+  })();
+  const sampler = setInterval(() => {
+    const t = renderTree(pid);
+    resident = Math.max(resident, t.resident);
+    pss = Math.max(pss, t.pss);
+  }, 100);
+  const t0 = performance.now();
+  let run: RunJson & { outputs?: { asset_id: string; file_name: string }[] } = await api.startRun('brand_kit_extract', { url });
+  const deadline = Date.now() + RUN_TIMEOUT_MS;
+  try {
+    while (!['succeeded', 'failed', 'canceled'].includes(run.status) && Date.now() < deadline) {
+      await sleep(200);
+      if (child.process.exitCode !== null || child.process.signalCode !== null) break;
+      run = await api.call('GET', `/v1/runs/${run.id}`, undefined, 200);
+    }
+  } catch {
+    // the API went away: reported below
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  stop = true;
+  clearInterval(sampler);
+  await healthz;
+  const died = child.process.exitCode !== null || child.process.signalCode !== null;
+  const peak = died ? Number.NaN : kb(status(pid), 'VmHWM');
+  const kit = !died && run.status === 'succeeded' ? await kitOf(api, run) : null;
+  return {
+    page,
+    status: died ? `API process died (${child.process.signalCode ?? child.process.exitCode})` : run.status === 'failed' ? `failed: ${run.error ?? ''}` : run.status,
+    apiRssBeforeMiB: before / MIB,
+    apiPeakMiB: peak / MIB,
+    apiRiseMiB: (peak - before) / MIB,
+    healthzMaxMs: healthzMax,
+    treeResidentPeakMiB: resident / MIB,
+    treePssPeakMiB: pss / MIB,
+    seconds,
+    renderWarnings: (kit?.warnings ?? []).filter((w) => /render|larger than/.test(w)),
+  };
+}
+
+async function main(): Promise<void> {
+  const logger = createLogger('warn');
+  let database: BenchDatabase | null = null;
+  let child: AppChild | null = null;
+  let hostile: HostileSite | null = null;
+  let sites = new Map<string, SiteServer>();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-bench-render-'));
+  const cleanup = async () => {
+    await child?.stop().catch(() => undefined);
+    await hostile?.close().catch(() => undefined);
+    for (const s of sites.values()) await s.close().catch(() => undefined);
+    await database?.teardown();
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  watchdog('render-isolation', cleanup);
+  try {
+    const loadBefore = loadNote();
+    database = await setupBenchDatabase(logger);
+    await prepareTeam(database.url, database.keyId, logger);
+    hostile = await new HostileSite().start();
+    const pages: [string, string][] = ['plain', 'bigtext', 'bighidden', 'globals', 'console', 'memory'].filter((p) => wanted.has(p)).map((p) => [p, `${hostile!.url}/${p}`]);
+    if (wanted.has('sites') && !sitesMissing()) {
+      sites = await serveSites(loadTruth());
+      for (const [name, s] of sites) pages.push([name, `${s.url}/`]);
+    }
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATABASE_URL: database.url,
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'error',
+      TOOLRUN_ENV: 'development',
+      TOOLRUN_DEMO_SEED: '0',
+      TOOLRUN_ALLOW_PRIVATE_NETWORK: '1',
+      TOOLRUN_DATA_DIR: path.join(dir, 'data'),
+      TOOLRUN_BROWSER_PATH: browserPath,
+      BENCH_WORKERS: 'all',
+    };
+    const rows: Row[] = [];
+    for (const [page, url] of pages) {
+      if (!child || child.process.exitCode !== null || child.process.signalCode !== null) child = await startAppChild('api', env);
+      const api = new Api(child.url, database.key);
+      // One warm-up render (the first loads the render code), not measured.
+      if (!rows.length) await measure(child, api, 'warm-up', `${hostile.url}/plain`);
+      const row = await measure(child, api, page, url);
+      api.close();
+      rows.push(row);
+      process.stdout.write(`  ${page}: ${row.status}, API peak ${fmt(row.apiPeakMiB, 0)} MiB (+${fmt(row.apiRiseMiB, 0)}), /healthz max ${fmt(row.healthzMaxMs, 0)} ms, tree ${fmt(row.treeResidentPeakMiB, 0)} MiB resident / ${fmt(row.treePssPeakMiB, 0)} MiB PSS, ${fmt(row.seconds, 1)} s\n`);
+    }
+    await cleanup();
+    const out = table(
+      ['page', 'status', 'API RSS before MiB', 'API peak MiB', 'rise MiB', '/healthz max ms', 'tree resident MiB', 'tree PSS MiB', 's'],
+      rows.map((r) => [r.page, r.status.slice(0, 60), fmt(r.apiRssBeforeMiB, 0), fmt(r.apiPeakMiB, 0), fmt(r.apiRiseMiB, 0), fmt(r.healthzMaxMs, 0), fmt(r.treeResidentPeakMiB, 0), fmt(r.treePssPeakMiB, 0), fmt(r.seconds, 1)]),
+    );
+    process.stdout.write(`\n${out}\n`);
+    for (const r of rows) if (r.renderWarnings.length) process.stdout.write(`${r.page}: ${r.renderWarnings.join(' | ')}\n`);
+    const result: BenchResult = {
+      benchmark: 'render-isolation',
+      title: 'brand_kit_extract render mode: the service process and the render tree, per page',
+      at: new Date().toISOString(),
+      machine: machine(),
+      load: { before: loadBefore, after: loadNote() },
+      database: { server: database.server, version: database.version },
+      settings: { browserPath, pages: pages.map(([p]) => p) },
+      figures: [],
+      charts: [],
+      notes: [`\`\`\`text\n${out}\n\`\`\``],
+      details: { rows },
+    };
+    process.stdout.write(`results written to ${writeResults(result)}\n`);
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+runBench('render-isolation', main);
