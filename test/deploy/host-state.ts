@@ -85,7 +85,8 @@ export async function snapshot(): Promise<HostState> {
     links,
     stateFiles: STATE_DIRS.flatMap(listFiles).sort(),
     podman: {
-      containers: await podmanNames(['ps', '-a', '--format', '{{.Names}}']),
+      // --external: also the working containers of builds (a build stopped half-way leaves them).
+      containers: await podmanNames(['ps', '-a', '--external', '--format', '{{.Names}}']),
       pods: await podmanNames(['pod', 'ps', '--format', '{{.Name}}']),
       networks: await podmanNames(['network', 'ls', '--format', '{{.Name}}']),
       volumes: await podmanNames(['volume', 'ls', '--format', '{{.Name}}']),
@@ -126,13 +127,17 @@ export function differences(before: HostState, after: HostState): string[] {
 
 /**
  * Takes back what podman and CNI left that the snapshot `before` did not have: podman objects
- * whose names start with one of `prefixes`, CNI's iptables rules and chains, CNI's bridges and
+ * whose names start with one of `prefixes` and the working containers of builds that were
+ * stopped half-way, CNI's iptables rules and chains, CNI's bridges and
  * veths, CNI's state files, and the forwarding switches. Anything else is left for the assertion.
  */
 export async function restore(before: HostState, prefixes: string[]): Promise<void> {
   const now = await snapshot();
   const ours = (name: string) => prefixes.some((p) => name.startsWith(p));
-  for (const c of added(before.podman.containers, now.podman.containers).filter(ours)) await exec('podman', ['rm', '-f', '-t', '0', c]);
+  const buildLeftover = (name: string) => /working-container(-\d+)?$/.test(name);
+  for (const c of added(before.podman.containers, now.podman.containers).filter((c) => ours(c) || buildLeftover(c))) {
+    await exec('podman', ['rm', '-f', '-t', '0', c]);
+  }
   for (const p of added(before.podman.pods, now.podman.pods).filter(ours)) await exec('podman', ['pod', 'rm', '-f', '-t', '0', p]);
   for (const v of added(before.podman.volumes, now.podman.volumes).filter(ours)) await exec('podman', ['volume', 'rm', '-f', v]);
   for (const s of added(before.podman.secrets, now.podman.secrets).filter(ours)) await exec('podman', ['secret', 'rm', s]);

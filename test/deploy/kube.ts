@@ -20,7 +20,7 @@ export const KUBE_NETWORK = 'toolrun-ci-kube';
 const SUBNET_PREFIX = '10.89.217';
 const API_IPS = [`${SUBNET_PREFIX}.10`, `${SUBNET_PREFIX}.11`];
 /** Names kube play gives what it makes from the manifests, for the clean-up. */
-export const KUBE_PREFIXES = [KUBE_NETWORK, 'toolrun-postgres-pod-', 'toolrun-api-pod-', 'toolrun-worker-pod-', 'toolrun-migrate', 'toolrun-pgdata', 'toolrun-data'];
+export const KUBE_PREFIXES = [KUBE_NETWORK, 'toolrun-postgres-pod-', 'toolrun-api-pod-', 'toolrun-worker-pod-', 'toolrun-migrate', 'toolrun-pgdata', 'toolrun-data', 'toolrun-tmp'];
 const MANIFESTS = ['config.yaml', 'secret.yaml', 'postgres.yaml', 'storage.yaml', 'migrate-job.yaml', 'api.yaml', 'worker.yaml'];
 
 type Doc = { kind: string; metadata: { name: string }; [key: string]: unknown };

@@ -1,6 +1,7 @@
 // Running podman, podman-compose and the host's own tools from the deploy test, with the
 // containers.conf this machine needs (runc and cgroupfs: see test/deploy/containers.conf).
-import { spawn } from 'node:child_process';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -33,8 +34,33 @@ export class CommandError extends Error {
   }
 }
 
+// Once the test is being stopped (a signal, a failure), the commands under way are killed and no
+// new one starts, except the clean-up's own: nothing can be made after the clean-up looked.
+const running = new Set<ChildProcess>();
+const cleanupScope = new AsyncLocalStorage<true>();
+let stopping = false;
+
+/**
+ * Stops the test's commands: those under way get SIGTERM, then SIGKILL after 10 s (podman then
+ * removes what it can itself); new ones are refused outside `asCleanup`.
+ */
+export async function stopCommands(): Promise<void> {
+  stopping = true;
+  const children = [...running];
+  for (const child of children) child.kill('SIGTERM');
+  const deadline = Date.now() + 10_000;
+  while (children.some((c) => running.has(c)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  for (const child of children) if (running.has(child)) child.kill('SIGKILL');
+}
+
+/** Runs fn with commands allowed while stopping. */
+export function asCleanup<T>(fn: () => Promise<T>): Promise<T> {
+  return cleanupScope.run(true, fn);
+}
+
 /** Runs a program (no shell) and collects what it says; never throws on a non-zero exit. */
 export function exec(file: string, args: string[], opts: CommandOptions = {}): Promise<CommandResult> {
+  if (stopping && !cleanupScope.getStore()) return Promise.reject(new Error(`stopping: ${file} ${args.join(' ')} not started`));
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, {
       cwd: opts.cwd ?? ROOT,
@@ -56,8 +82,13 @@ export function exec(file: string, args: string[], opts: CommandOptions = {}): P
           child.kill('SIGKILL');
         }, opts.timeoutMs)
       : null;
-    child.on('error', reject);
+    running.add(child);
+    child.on('error', (err) => {
+      running.delete(child);
+      reject(err);
+    });
     child.on('close', (code, signal) => {
+      running.delete(child);
       if (timer) clearTimeout(timer);
       resolve({ code: code ?? (signal ? 128 : 1), stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
     });

@@ -18,7 +18,7 @@ import { differences, restore, snapshot, type HostState } from './host-state.js'
 import { makeCa, type RunCa } from './host-servers.js';
 import { buildImages } from './images.js';
 import { KUBE_PREFIXES, KubePlay } from './kube.js';
-import { exec, note } from './podman.js';
+import { asCleanup, exec, note, stopCommands } from './podman.js';
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, report: { type: 'string' } } });
 if (values.only && !['compose', 'kube'].includes(values.only)) {
@@ -30,10 +30,15 @@ const began = Date.now();
 let before: HostState | null = null;
 const cleanups: (() => Promise<void>)[] = [];
 let cleaning: Promise<void> | null = null;
+let interrupted = false;
 
-/** Runs every registered clean-up once, last registered first, each one whatever the others do. */
+/**
+ * Runs every registered clean-up once, last registered first, each one whatever the others do,
+ * after stopping the commands under way (so nothing is made behind the clean-up's back).
+ */
 function cleanUp(): Promise<void> {
-  cleaning ??= (async () => {
+  cleaning ??= asCleanup(async () => {
+    await stopCommands();
     for (const step of cleanups.reverse()) {
       try {
         await step();
@@ -41,14 +46,23 @@ function cleanUp(): Promise<void> {
         note(`clean-up step failed: ${err instanceof Error ? err.message : String(err)}`);
       }
     }
-  })();
+  });
   return cleaning;
+}
+
+/** Cleans up and says whether the host is as it was; the exit status is the caller's. */
+async function cleanUpAndCheck(): Promise<void> {
+  await cleanUp();
+  if (!before) return;
+  const left = await asCleanup(() => settled(before!));
+  process.stderr.write(left.length ? `# left on the host after cleaning up:\n${left.join('\n')}\n` : '# cleaned up: the host is as it was\n');
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
-    note(`${signal}: cleaning up`);
-    void cleanUp().finally(() => process.exit(130));
+    interrupted = true;
+    note(`${signal}: stopping and cleaning up`);
+    void cleanUpAndCheck().finally(() => process.exit(130));
   });
 }
 
@@ -106,7 +120,7 @@ async function main(): Promise<void> {
   }
 
   await cleanUp();
-  const left = await settled(initial);
+  const left = await asCleanup(() => settled(initial));
   if (left.length) throw new Error(`the host is not as it was before the test:\n${left.join('\n')}`);
   report.totalSeconds = (Date.now() - began) / 1000;
   note(`host as before; the stage took ${(report.totalSeconds as number).toFixed(0)} s`);
@@ -135,13 +149,11 @@ async function containerLogs(): Promise<void> {
 main().then(
   () => process.exit(0),
   async (err: unknown) => {
+    // Stopped by a signal: its handler cleans up and exits.
+    if (interrupted) return;
     process.stderr.write(`\n# deploy test FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     await containerLogs().catch(() => undefined);
-    await cleanUp();
-    if (before) {
-      const left = await settled(before);
-      process.stderr.write(left.length ? `# left on the host after cleaning up:\n${left.join('\n')}\n` : '# cleaned up: the host is as it was\n');
-    }
+    await cleanUpAndCheck();
     process.exit(1);
   },
 );
