@@ -3,8 +3,9 @@
 // with `toolrun admin` inside an API container; an image uploaded through one API replica and
 // image_upscale started through the other; a worker stopped gracefully, the run started, the
 // other worker killed (SIGKILL) mid-run and the stopped one started again, which must finish the
-// run; the output downloaded and checked; the run.succeeded webhook received on the host and its
-// signature verified. With a browser in the image, a render-mode brand kit as well.
+// run (unless killWorker is off); the output downloaded and checked; the run.succeeded webhook
+// received on the host and its signature verified. With a browser in the image, a render-mode
+// brand kit as well.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -39,8 +40,15 @@ export interface Stack {
 
 export interface DriveResult {
   runId: string;
-  /** Seconds from the kill to the run's success on the other worker. */
-  takeoverSeconds: number;
+  /** Seconds from the kill to the run's success on the other worker (null: no worker killed). */
+  takeoverSeconds: number | null;
+}
+
+export interface DriveOptions {
+  /** Stop one worker, kill the other mid-run, start the first again (default true). */
+  killWorker?: boolean;
+  /** Where output URLs must point (the S3 endpoint), when not at the API. */
+  storageUrl?: string;
 }
 
 /** A team, its owner and a key with every scope, made with the operator CLI as an operator would. */
@@ -77,7 +85,32 @@ async function renderedKit(client: Toolrun, page: ShellPage): Promise<void> {
   }
 }
 
-export async function drive(stack: Stack, ca: RunCa): Promise<DriveResult> {
+/** image_upscale started through one replica; with killWorker, one worker killed under it. */
+async function upscaleRun(stack: Stack, via: Toolrun, fileId: string, killWorker: boolean): Promise<{ done: Run; takeoverSeconds: number | null }> {
+  const [workerA, workerB] = stack.workers;
+  if (!killWorker) {
+    const started = await via.runs.start('image_upscale', { inputs: { image: [fileId], method: 'learned' } });
+    return { done: await via.runs.wait(started, { timeoutMs: 300_000 }), takeoverSeconds: null };
+  }
+  assert.equal(await workerB.stop(), 0, `${workerB.name} did not exit 0 on SIGTERM`);
+  const started = await via.runs.start('image_upscale', { inputs: { image: [fileId], method: 'learned' } });
+  await waitFor(`run ${started.id} running on ${workerA.name}`, async () => ((await via.runs.get(started)).status === 'running' ? true : undefined), 120_000, 200);
+  await workerB.start();
+  await workerA.kill();
+  const killedAt = Date.now();
+  note(`${stack.name}: ${workerA.name} killed while run ${started.id} was running; ${workerB.name} started again`);
+
+  const done = await via.runs.wait(started, { timeoutMs: 300_000 });
+  const takeoverSeconds = (Date.now() - killedAt) / 1000;
+  assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+  const succeededIn = (log: string) => log.split('\n').some((l) => l.includes(started.id) && l.includes('"run succeeded"'));
+  assert.ok(succeededIn(await workerB.logs()), `${workerB.name}'s log has no "run succeeded" for ${started.id}`);
+  assert.ok(!succeededIn(await workerA.logs()), `${workerA.name} finished the run before it was killed`);
+  note(`${stack.name}: run finished by ${workerB.name} ${takeoverSeconds.toFixed(1)} s after the kill`);
+  return { done, takeoverSeconds };
+}
+
+export async function drive(stack: Stack, ca: RunCa, opts: DriveOptions = {}): Promise<DriveResult> {
   const apiKey = await operatorKey(stack);
   note(`${stack.name}: key made with the operator CLI`);
   const [urlA, urlB = urlA] = stack.apiUrls;
@@ -101,30 +134,19 @@ export async function drive(stack: Stack, ca: RunCa): Promise<DriveResult> {
     assert.equal(file.status, 'ready');
     note(`${stack.name}: ${width}x${height} JPEG uploaded through the second API replica`);
 
-    const [workerA, workerB] = stack.workers;
-    assert.equal(await workerB.stop(), 0, `${workerB.name} did not exit 0 on SIGTERM`);
-    const started = await viaA.runs.start('image_upscale', { inputs: { image: [file.id], method: 'learned' } });
-    await waitFor(`run ${started.id} running on ${workerA.name}`, async () => ((await viaA.runs.get(started)).status === 'running' ? true : undefined), 120_000, 200);
-    await workerB.start();
-    await workerA.kill();
-    const killedAt = Date.now();
-    note(`${stack.name}: ${workerA.name} killed while run ${started.id} was running; ${workerB.name} started again`);
-
-    const done: Run = await viaB.runs.wait(started, { timeoutMs: 300_000 });
-    const takeoverSeconds = (Date.now() - killedAt) / 1000;
+    const { done, takeoverSeconds } = await upscaleRun(stack, viaA, file.id, opts.killWorker ?? true);
     assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
-    const finishedBy = await workerB.logs();
-    const line = finishedBy.split('\n').find((l) => l.includes(started.id) && l.includes('"run succeeded"'));
-    assert.ok(line, `${workerB.name}'s log has no "run succeeded" for ${started.id}`);
-    assert.ok(!(await workerA.logs()).split('\n').some((l) => l.includes(started.id) && l.includes('"run succeeded"')), `${workerA.name} finished the run before it was killed`);
-    note(`${stack.name}: run finished by ${workerB.name} ${takeoverSeconds.toFixed(1)} s after the kill`);
 
+    const output = done.outputs[0];
+    assert.ok(output);
+    const signed = await viaB.runs.outputUrl(done.id, output.asset_id);
+    assert.ok(signed.url.startsWith(opts.storageUrl ?? urlA), `the output is served from ${new URL(signed.url).origin}`);
     const outputs = await viaB.runs.download(done, dir);
     assert.equal(outputs.length, 1);
     const meta = await sharp(outputs[0]!.path).metadata();
     assert.deepEqual([meta.width, meta.height], [width * 2, height * 2]);
 
-    const delivery = await waitFor('the run.succeeded webhook on the host', async () => receiver.deliveries.find((d) => d.body.includes(started.id)), 120_000);
+    const delivery = await waitFor('the run.succeeded webhook on the host', async () => receiver.deliveries.find((d) => d.body.includes(done.id)), 120_000);
     const event = verifyWebhook(delivery.body, delivery.headers['service-signature'], secret);
     assert.equal(event.type, 'run.succeeded');
     note(`${stack.name}: output ${meta.width}x${meta.height} downloaded; signed webhook verified`);
@@ -133,7 +155,7 @@ export async function drive(stack: Stack, ca: RunCa): Promise<DriveResult> {
       await renderedKit(viaA, page);
       note(`${stack.name}: brand_kit_extract rendered a script-built page with Chromium`);
     }
-    return { runId: started.id, takeoverSeconds };
+    return { runId: done.id, takeoverSeconds };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
     await receiver.close();

@@ -20,7 +20,7 @@ const TABLES = ['filter', 'nat', 'mangle', 'raw'];
 const BUILT_IN = ['PREROUTING', 'INPUT', 'FORWARD', 'OUTPUT', 'POSTROUTING'];
 const STATE_DIRS = ['/var/lib/cni/networks', '/etc/cni/net.d', '/run/containers/cni/dnsname'];
 /** Processes that run for as long as a container or a network does. */
-const HELPERS = ['conmon', 'dnsmasq', 'catatonit', 'rootlessport'];
+const HELPERS = ['conmon', 'dnsmasq', 'catatonit', 'rootlessport', 'ceph-mon', 'ceph-osd', 'radosgw'];
 
 export interface HostState {
   sysctls: Record<string, string>;

@@ -1,30 +1,35 @@
 // `npm run test:deploy`: CI's container stage (issue 36). Builds the images (a local Debian base,
 // cached in /var/cache/toolrun-ci), starts deploy/compose.yaml with podman-compose and drives the
-// service from the host (test/deploy/drive.ts), takes it down, then does the same with
-// deploy/kubernetes/ under `podman kube play`; finally checks that the host is as it was before
+// service from the host (test/deploy/drive.ts), takes it down; the same with compose.s3.yaml on
+// Ceph's RADOS Gateway; then with deploy/kubernetes/ under `podman kube play`; finally checks that
+// the host is as it was before
 // (containers, pods, networks, volumes, secrets, iptables, interfaces, ip_forward; see
 // host-state.ts), after putting back what podman leaves. Cleans up on failure, SIGINT and SIGTERM.
-// Needs root, podman 4.3, podman-compose, runc, catatonit, mmdebstrap and the dnsname CNI plugin
-// (.ci/run installs them). Not part of `npm test`, which needs no containers.
+// Needs root, podman 4.3, podman-compose, runc, catatonit, mmdebstrap, the dnsname CNI plugin and
+// Ceph (.ci/run installs them). Not part of `npm test`, which needs no containers.
 //
-//   npm run test:deploy                      # both
-//   npm run test:deploy -- --only compose    # or kube
+//   npm run test:deploy                      # all three
+//   npm run test:deploy -- --only compose    # or s3, or kube
 //   npm run test:deploy -- --report FILE     # the measurements as JSON, for docs/benchmarks.md
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import { composeDown, composeUp, PROJECT } from './compose.js';
+import { cephInstalled } from '../../scripts/ceph-gateway.js';
+import { ComposeProject, networkGateway, PROJECT } from './compose.js';
 import { drive } from './drive.js';
 import { differences, restore, snapshot, type HostState } from './host-state.js';
 import { makeCa, type RunCa } from './host-servers.js';
 import { buildImages } from './images.js';
 import { KUBE_PREFIXES, KubePlay } from './kube.js';
-import { asCleanup, exec, note, stopCommands } from './podman.js';
+import { startS3 } from './s3.js';
+import { asCleanup, exec, note, podman, stopCommands } from './podman.js';
 
+const SCENARIOS = ['compose', 's3', 'kube'] as const;
 const { values } = parseArgs({ options: { only: { type: 'string' }, report: { type: 'string' } } });
-if (values.only && !['compose', 'kube'].includes(values.only)) {
-  process.stderr.write('--only takes compose or kube\n');
+if (values.only && !(SCENARIOS as readonly string[]).includes(values.only)) {
+  process.stderr.write(`--only takes one of ${SCENARIOS.join(', ')}\n`);
   process.exit(64);
 }
+const wanted = (scenario: (typeof SCENARIOS)[number]) => !values.only || values.only === scenario;
 
 const began = Date.now();
 let before: HostState | null = null;
@@ -71,6 +76,7 @@ async function preflight(): Promise<void> {
   for (const tool of ['podman', 'podman-compose', 'mmdebstrap', 'runc', 'catatonit', 'iptables-save']) {
     if ((await exec('sh', ['-c', `command -v ${tool}`])).code !== 0) throw new Error(`${tool} is not installed (.ci/run installs it)`);
   }
+  if (wanted('s3') && !cephInstalled()) throw new Error("the S3 scenario needs Debian's ceph-mon, ceph-osd, radosgw and ceph-common (.ci/run installs them)");
 }
 
 async function main(): Promise<void> {
@@ -88,23 +94,56 @@ async function main(): Promise<void> {
   const ca: RunCa = await makeCa();
   cleanups.push(async () => fs.rmSync(ca.dir, { recursive: true, force: true }));
 
-  if (values.only !== 'kube') {
+  // The compose file as it is: the shared data volume; a worker killed under a run.
+  if (wanted('compose')) {
+    const compose = new ComposeProject(PROJECT, ca.caFile);
     let down = false;
     const killed: string[] = [];
     cleanups.push(async () => {
-      if (!down) await composeDown(ca.caFile, killed);
+      if (!down) await compose.down(killed);
     });
-    const { stack, times } = await composeUp(ca.caFile);
+    const { stack, times } = await compose.up();
     const result = await drive(stack, ca);
     killed.push(stack.workers[0].name);
     down = true;
-    const problems = await composeDown(ca.caFile, killed);
+    const problems = await compose.down(killed);
     if (problems.length) throw new Error(`compose down:\n${problems.join('\n')}`);
     report.compose = { ...times, takeoverSeconds: result.takeoverSeconds };
-    note('compose: down');
+    note(`${PROJECT}: down`);
   }
 
-  if (values.only !== 'compose') {
+  // With compose.s3.yaml: Ceph's RADOS Gateway as S3, its keys from files (AWS_*_FILE).
+  if (wanted('s3')) {
+    const project = `${PROJECT}-s3`;
+    // The network made beforehand (podman-compose uses one that exists), so that its address,
+    // where the S3 endpoint is relayed to, is known before the containers are configured.
+    await podman(['network', 'create', '--subnet', '10.89.218.0/24', `${project}_default`]);
+    const s3 = await startS3(await networkGateway(`${project}_default`));
+    cleanups.push(() => s3.stop());
+    const compose = new ComposeProject(project, ca.caFile, {
+      env: {
+        TOOLRUN_STORAGE: s3.storage,
+        TOOLRUN_S3_ENDPOINT: s3.endpoint,
+        TOOLRUN_S3_ACCESS_KEY_ID_FILE: s3.accessKeyIdFile,
+        TOOLRUN_S3_SECRET_ACCESS_KEY_FILE: s3.secretAccessKeyFile,
+      },
+      created: () => s3.relay(),
+    });
+    let down = false;
+    cleanups.push(async () => {
+      if (!down) await compose.down();
+    });
+    const { stack, times } = await compose.up();
+    await drive(stack, ca, { killWorker: false, storageUrl: s3.endpoint });
+    down = true;
+    const problems = await compose.down();
+    if (problems.length) throw new Error(`compose (S3) down:\n${problems.join('\n')}`);
+    report.composeS3 = times;
+    note(`${project}: down`);
+  }
+
+  // deploy/kubernetes under podman kube play, with the Chromium image.
+  if (wanted('kube')) {
     const kube = new KubePlay();
     let down = false;
     cleanups.push(async () => {
