@@ -6,6 +6,7 @@ import { after, describe, test } from 'node:test';
 import { parse as parseConnectionString } from 'pg-connection-string';
 import { ConfigError, loadConfig } from '../src/config/config.js';
 import { SECRET_SETTINGS } from '../src/config/secret-files.js';
+import { S3Storage } from '../src/storage/s3.js';
 
 function configError(env: Record<string, string>): ConfigError {
   try {
@@ -184,6 +185,28 @@ describe('secret settings from files (<NAME>_FILE)', () => {
     const err = configError({ ...s3, AWS_SECRET_ACCESS_KEY_FILE: secretFile('secret') });
     assert.equal(err.variable, 'AWS_ACCESS_KEY_ID');
     assert.match(err.message, /AWS_ACCESS_KEY_ID_FILE\) when another AWS credential comes from a file/);
+  });
+
+  test('AWS keys from files are the ones the S3 client signs with, whatever the environment holds', async () => {
+    const c = loadConfig({ ...s3, AWS_ACCESS_KEY_ID_FILE: secretFile('AKIDFROMFILE\n'), AWS_SECRET_ACCESS_KEY_FILE: secretFile('secret-from-file\n') }, '/srv/app');
+    assert.equal(c.storage.kind, 's3');
+    if (c.storage.kind !== 's3') return;
+    const storage = new S3Storage(c.storage);
+    const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+    // The SDK's own chain would find these first.
+    process.env.AWS_ACCESS_KEY_ID = 'AKIDFROMENV';
+    process.env.AWS_SECRET_ACCESS_KEY = 'secret-from-env';
+    try {
+      const used = await storage.client.config.credentials();
+      assert.equal(used.accessKeyId, 'AKIDFROMFILE');
+      assert.equal(used.secretAccessKey, 'secret-from-file');
+    } finally {
+      for (const [name, value] of [['AWS_ACCESS_KEY_ID', saved.id], ['AWS_SECRET_ACCESS_KEY', saved.secret]] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+      storage.client.destroy();
+    }
   });
 
   test('every secret setting takes <NAME>_FILE, and refuses both at once naming <NAME>_FILE', () => {
