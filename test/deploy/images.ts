@@ -77,6 +77,17 @@ async function baseImage(seconds: Record<string, number>): Promise<string> {
   return tag;
 }
 
+/**
+ * Keeps podman's storage from growing run after run: bases of other keys are untagged, and
+ * untagged images nothing is built on (earlier builds' final images, layers of old bases) go once
+ * they are 8 days old, past the base's weekly refresh, so this week's build cache stays.
+ */
+async function pruneOldImages(currentBase: string): Promise<void> {
+  const bases = (await podman(['images', '--format', '{{.Repository}}:{{.Tag}}', 'localhost/toolrun-ci-base'])).split('\n').filter(Boolean);
+  for (const tag of bases.filter((t) => t !== currentBase)) await exec('podman', ['untag', tag]);
+  await exec('podman', ['image', 'prune', '--force', '--filter', 'until=192h']);
+}
+
 async function imageSize(tag: string): Promise<number> {
   return Number((await podman(['image', 'inspect', '--format', '{{.Size}}', tag])).trim());
 }
@@ -104,6 +115,7 @@ export async function buildImages(): Promise<BuiltImages> {
     if (r.code !== 0) throw new Error(`podman ${args.join(' ')} failed:\n${(r.stdout + r.stderr).split('\n').slice(-30).join('\n')}`);
     seconds[name] = (Date.now() - started) / 1000;
   }
+  await pruneOldImages(base);
   return {
     base,
     seconds,
