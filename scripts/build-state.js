@@ -31,7 +31,7 @@ export function sourceFingerprint(root) {
   return hash.digest('hex');
 }
 
-/** The dist/ directory to run, or null when there is none or it was built from other sources. */
+/** The dist/ directory to run, or null when there is none or it was built from other sources (when there are sources). */
 export function freshBuild(root, distDir = path.join(root, 'dist')) {
   let built;
   try {
@@ -39,6 +39,8 @@ export function freshBuild(root, distDir = path.join(root, 'dist')) {
   } catch {
     return null;
   }
+  // An install that ships the build without its sources (the container image): nothing to be stale against.
+  if (built && !fs.existsSync(path.join(root, 'src'))) return distDir;
   try {
     return built === sourceFingerprint(root) ? distDir : null;
   } catch {

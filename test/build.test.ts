@@ -72,6 +72,14 @@ describe('the compiled build', () => {
     assert.equal(freshBuild(ROOT, path.join(out, 'missing')), null);
   });
 
+  test('without src/ (the container image ships dist/ alone) the build is what runs, whatever its fingerprint', () => {
+    const root = path.dirname(out);
+    assert.equal(fs.existsSync(path.join(root, 'src')), false);
+    assert.equal(freshBuild(root, out), out);
+    // Still none when there is no build at all.
+    assert.equal(freshBuild(root, path.join(out, 'missing')), null);
+  });
+
   test('the compiled CLI migrates a database and serves the API on plain node, and stops on SIGTERM', async () => {
     const entry = compiledEntry();
     const migrated = spawnSync(process.execPath, [entry, 'migrate'], { cwd: ROOT, env: compiledEnv({}), encoding: 'utf8', timeout: 60_000 });

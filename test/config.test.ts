@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
+import { parse as parseConnectionString } from 'pg-connection-string';
 import { ConfigError, loadConfig } from '../src/config/config.js';
+import { SECRET_SETTINGS } from '../src/config/secret-files.js';
+import { S3Storage } from '../src/storage/s3.js';
 
 function configError(env: Record<string, string>): ConfigError {
   try {
@@ -121,4 +126,123 @@ describe('configuration', () => {
       assert.match(err.message, pattern);
     });
   }
+});
+
+describe('secret settings from files (<NAME>_FILE)', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-config-secrets-'));
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  let n = 0;
+  /** A file holding `content`, as a compose or Kubernetes secret is mounted. */
+  const secretFile = (content: string): string => {
+    const file = path.join(dir, `secret-${++n}`);
+    fs.writeFileSync(file, content, { mode: 0o600 });
+    return file;
+  };
+  const s3 = { TOOLRUN_STORAGE: 's3://media-bucket/p', TOOLRUN_S3_ENDPOINT: 'http://127.0.0.1:9000' };
+
+  test('DATABASE_URL_FILE and TOOLRUN_METRICS_TOKEN_FILE give what DATABASE_URL and TOOLRUN_METRICS_TOKEN give; line ends after the value are dropped', () => {
+    const fromEnv = loadConfig({ DATABASE_URL: 'postgres://toolrun:s3cret@db:5432/toolrun', TOOLRUN_METRICS_TOKEN: 'a'.repeat(32) }, '/srv/app');
+    const fromFiles = loadConfig(
+      { DATABASE_URL_FILE: secretFile('postgres://toolrun:s3cret@db:5432/toolrun\n'), TOOLRUN_METRICS_TOKEN_FILE: secretFile(`${'a'.repeat(32)}\r\n`) },
+      '/srv/app',
+    );
+    assert.equal(fromFiles.databaseUrl, 'postgres://toolrun:s3cret@db:5432/toolrun');
+    assert.equal(fromFiles.metrics.token, 'a'.repeat(32));
+    assert.deepEqual(fromFiles, fromEnv);
+  });
+
+  test('PGPASSWORD_FILE: the password of a DATABASE_URL that names none, any characters kept as they are', () => {
+    const password = 'p@ss:w/rd% é#?&+';
+    const c = loadConfig({ DATABASE_URL: 'postgres://toolrun@db:5432/toolrun', PGPASSWORD_FILE: secretFile(`${password}\n`) }, '/srv/app');
+    assert.ok(c.databaseUrl);
+    const parsed = parseConnectionString(c.databaseUrl);
+    assert.equal(parsed.password, password);
+    assert.equal(parsed.user, 'toolrun');
+    assert.equal(parsed.host, 'db');
+    assert.equal(parsed.database, 'toolrun');
+    // A socket URL has no place for a password before the host: it goes in the query.
+    const socket = loadConfig({ DATABASE_URL: 'postgres:///toolrun?host=/run/postgresql', PGPASSWORD_FILE: secretFile(password) }, '/srv/app');
+    assert.ok(socket.databaseUrl);
+    assert.equal(parseConnectionString(socket.databaseUrl).password, password);
+    assert.equal(parseConnectionString(socket.databaseUrl).host, '/run/postgresql');
+    // A password in the URL wins, as it does for PostgreSQL's own PGPASSWORD.
+    const own = loadConfig({ DATABASE_URL: 'postgres://toolrun:mine@db/toolrun', PGPASSWORD_FILE: secretFile(password) }, '/srv/app');
+    assert.equal(own.databaseUrl, 'postgres://toolrun:mine@db/toolrun');
+  });
+
+  test('AWS_*_FILE: S3 credentials handed to the client; without files the SDK keeps its own chain', () => {
+    const c = loadConfig(
+      { ...s3, AWS_ACCESS_KEY_ID_FILE: secretFile('AKIDEXAMPLE\n'), AWS_SECRET_ACCESS_KEY_FILE: secretFile('wJalrXUtnFEMI/K7MDENG\n'), AWS_SESSION_TOKEN_FILE: secretFile('token\n') },
+      '/srv/app',
+    );
+    assert.equal(c.storage.kind, 's3');
+    assert.deepEqual(c.storage.kind === 's3' && c.storage.credentials, { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG', sessionToken: 'token' });
+    // One from a file, one from the environment: both go to the client.
+    const mixed = loadConfig({ ...s3, AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE', AWS_SECRET_ACCESS_KEY_FILE: secretFile('secret') }, '/srv/app');
+    assert.deepEqual(mixed.storage.kind === 's3' && mixed.storage.credentials, { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' });
+    const plain = loadConfig({ ...s3, AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE', AWS_SECRET_ACCESS_KEY: 'secret' }, '/srv/app');
+    assert.equal(plain.storage.kind === 's3' && 'credentials' in plain.storage, false);
+    const err = configError({ ...s3, AWS_SECRET_ACCESS_KEY_FILE: secretFile('secret') });
+    assert.equal(err.variable, 'AWS_ACCESS_KEY_ID');
+    assert.match(err.message, /AWS_ACCESS_KEY_ID_FILE\) when another AWS credential comes from a file/);
+  });
+
+  test('AWS keys from files are the ones the S3 client signs with, whatever the environment holds', async () => {
+    const c = loadConfig({ ...s3, AWS_ACCESS_KEY_ID_FILE: secretFile('AKIDFROMFILE\n'), AWS_SECRET_ACCESS_KEY_FILE: secretFile('secret-from-file\n') }, '/srv/app');
+    assert.equal(c.storage.kind, 's3');
+    if (c.storage.kind !== 's3') return;
+    const storage = new S3Storage(c.storage);
+    const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+    // The SDK's own chain would find these first.
+    process.env.AWS_ACCESS_KEY_ID = 'AKIDFROMENV';
+    process.env.AWS_SECRET_ACCESS_KEY = 'secret-from-env';
+    try {
+      const used = await storage.client.config.credentials();
+      assert.equal(used.accessKeyId, 'AKIDFROMFILE');
+      assert.equal(used.secretAccessKey, 'secret-from-file');
+    } finally {
+      for (const [name, value] of [['AWS_ACCESS_KEY_ID', saved.id], ['AWS_SECRET_ACCESS_KEY', saved.secret]] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+      storage.client.destroy();
+    }
+  });
+
+  test('every secret setting takes <NAME>_FILE, and refuses both at once naming <NAME>_FILE', () => {
+    assert.deepEqual([...SECRET_SETTINGS].sort(), ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'DATABASE_URL', 'PGPASSWORD', 'TOOLRUN_METRICS_TOKEN']);
+    const values: Record<string, string> = {
+      DATABASE_URL: 'postgres://toolrun@db:5432/toolrun',
+      PGPASSWORD: 'pw',
+      TOOLRUN_METRICS_TOKEN: 'b'.repeat(32),
+      AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE',
+      AWS_SECRET_ACCESS_KEY: 'secret',
+      AWS_SESSION_TOKEN: 'token',
+    };
+    for (const name of SECRET_SETTINGS) {
+      const value = values[name] ?? '';
+      const err = configError({ ...s3, [name]: value, [`${name}_FILE`]: secretFile(value) });
+      assert.equal(err.variable, `${name}_FILE`);
+      assert.equal(err.message, `${name}_FILE: is set together with ${name}: set only one of them`);
+      // An empty variable counts as unset, as it does everywhere else.
+      assert.doesNotThrow(() => loadConfig({ ...s3, ...values, [name]: '', [`${name}_FILE`]: secretFile(value) }, '/srv/app'));
+    }
+  });
+
+  test('a file that cannot be read or is empty stops start-up naming the variable and the path', () => {
+    const missing = path.join(dir, 'missing');
+    const unreadable = configError({ TOOLRUN_METRICS_TOKEN_FILE: missing });
+    assert.equal(unreadable.variable, 'TOOLRUN_METRICS_TOKEN_FILE');
+    assert.equal(unreadable.message, `TOOLRUN_METRICS_TOKEN_FILE: cannot read the file "${missing}" (ENOENT)`);
+    const directory = configError({ DATABASE_URL_FILE: dir });
+    assert.match(directory.message, /^DATABASE_URL_FILE: cannot read the file ".*" \(EISDIR\)$/);
+    const empty = secretFile('\n');
+    const blank = configError({ PGPASSWORD_FILE: empty });
+    assert.equal(blank.variable, 'PGPASSWORD_FILE');
+    assert.equal(blank.message, `PGPASSWORD_FILE: the file "${empty}" is empty`);
+    // The value read is checked as the variable's own would be, and the message never shows it.
+    const token = configError({ TOOLRUN_METRICS_TOKEN_FILE: secretFile('short secret') });
+    assert.equal(token.variable, 'TOOLRUN_METRICS_TOKEN');
+    assert.doesNotMatch(token.message, /short secret/);
+  });
 });

@@ -39,9 +39,16 @@ function withSummaryRow(page: string, name: string, result: BenchResult): string
   const passed = figures.filter((f) => f.pass === true).length;
   const failed = figures.filter((f) => f.pass === false).length;
   const link = `| [${name}](#bench-${name}) |`;
-  const lines = page.split('\n').map((l) =>
-    l.startsWith(link) ? `${link} ran alone, ${result.at.slice(0, 10)} | ${figures.length} | ${passed} | ${failed} | - |` : l,
-  );
+  const row = `${link} ran alone, ${result.at.slice(0, 10)} | ${figures.length} | ${passed} | ${failed} | - |`;
+  const lines = page.split('\n').map((l) => (l.startsWith(link) ? row : l));
+  // A benchmark the last full run did not have gets its row after the table's last one.
+  if (!lines.includes(row)) {
+    let last = -1;
+    lines.forEach((l, i) => {
+      if (/^\| \[[^\]]+\]\(#bench-[^)]+\) \|/.test(l)) last = i;
+    });
+    if (last >= 0) lines.splice(last + 1, 0, row);
+  }
   let pass = 0;
   let fail = 0;
   for (const l of lines) {

@@ -105,6 +105,16 @@ export const BENCHES: BenchEntry[] = [
     script: 'bench/password.ts',
     quickEnv: { BENCH_ROUNDS: '3' },
   },
+  {
+    name: 'containers',
+    title: 'image sizes and start-to-healthy times of the container stack (issue 36)',
+    script: 'bench/containers.ts',
+    quickEnv: {},
+    unavailable: () =>
+      process.getuid?.() !== 0 || !fs.existsSync('/usr/bin/podman') || !fs.existsSync('/usr/bin/podman-compose') || !cephInstalled()
+        ? 'needs root, podman, podman-compose and Ceph (as CI\'s container stage: npm run test:deploy)'
+        : null,
+  },
 ];
 
 /** Environment for one benchmark's process: ours, plus its quick defaults and BENCH_QUICK=1. */

@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import { readSecretFiles, s3Credentials, withPassword, type S3Credentials } from './secret-files.js';
 import { bool, browserPath, ConfigError, type Env, int, str, trustProxy, url } from './values.js';
 
 export { ConfigError } from './values.js';
@@ -145,6 +146,8 @@ export type StorageConfig =
       region: string;
       endpoint: string | null;
       forcePathStyle: boolean;
+      /** Set when credentials came from files (AWS_*_FILE); otherwise the AWS SDK's own chain. */
+      credentials?: S3Credentials;
     };
 
 export interface FilesConfig {
@@ -159,7 +162,7 @@ export interface FilesConfig {
 const GIB = 1024 ** 3;
 const MIB = 1024 ** 2;
 
-function storageConfig(env: Env, dataDir: string): StorageConfig {
+function storageConfig(env: Env, dataDir: string, credentials: S3Credentials | null): StorageConfig {
   const raw = str(env, 'TOOLRUN_STORAGE', '');
   // Past a dead holder's lock expiry (2 minutes), so only a PUT still being written holds it longer.
   const partLockWaitMs = int(env, 'TOOLRUN_PART_LOCK_WAIT_MS', 150_000, 1_000, 3_600_000);
@@ -179,6 +182,7 @@ function storageConfig(env: Env, dataDir: string): StorageConfig {
     endpoint,
     // MinIO-like servers usually want path-style addressing; AWS itself does not.
     forcePathStyle: bool(env, 'TOOLRUN_S3_FORCE_PATH_STYLE', endpoint !== null),
+    ...(credentials ? { credentials } : {}),
   };
 }
 
@@ -225,8 +229,13 @@ function heldRequestBounds(env: Env, processVar: string, teamVar: string): HeldR
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-/** Reads the environment once; a bad value throws a ConfigError naming the variable and what is allowed. */
-export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): Config {
+/**
+ * Reads the environment once; a bad value throws a ConfigError naming the variable and what is
+ * allowed. Secret settings may come from files instead (`<NAME>_FILE`, see secret-files.ts).
+ */
+export function loadConfig(rawEnv: Env = process.env, cwd: string = process.cwd()): Config {
+  const secrets = readSecretFiles(rawEnv);
+  const env = secrets.env;
   const envName = str(env, 'TOOLRUN_ENV', 'development');
   if (!/^[a-z][a-z0-9_-]*$/.test(envName)) {
     throw new ConfigError('TOOLRUN_ENV', `must be a lower-case name such as production or development, got "${envName}"`);
@@ -236,7 +245,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   const port = int(env, 'PORT', 8080, 0, 65535);
   const defaultBase = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   const publicBaseUrl = url(env, 'PUBLIC_BASE_URL', defaultBase, ['http:', 'https:']).replace(/\/+$/, '');
-  const databaseUrl = env.DATABASE_URL ? url(env, 'DATABASE_URL', '', ['postgres:', 'postgresql:']) : null;
+  const databaseUrl = env.DATABASE_URL ? withPassword(url(env, 'DATABASE_URL', '', ['postgres:', 'postgresql:']), env.PGPASSWORD) : null;
   const logLevel = str(env, 'LOG_LEVEL', 'info');
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
@@ -248,7 +257,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   const dataDir = path.resolve(cwd, str(env, 'TOOLRUN_DATA_DIR', './data'));
   const maxFileBytes = int(env, 'TOOLRUN_MAX_FILE_BYTES', 5 * GIB, 1, 5 * 1024 * GIB);
   const partSizeBytes = int(env, 'TOOLRUN_PART_SIZE_BYTES', 8 * MIB, 1024, 5 * GIB);
-  const storage = storageConfig(env, dataDir);
+  const storage = storageConfig(env, dataDir, s3Credentials(secrets));
   // S3 refuses parts under 5 MiB (all but the last) at completion; s3rver-style test servers do not.
   if (storage.kind === 's3' && partSizeBytes < 5 * MIB && !(bool(env, 'TOOLRUN_S3_ALLOW_SMALL_PARTS', false) && !production)) {
     throw new ConfigError('TOOLRUN_PART_SIZE_BYTES', `must be at least ${5 * MIB} (5 MiB) with S3 storage, got ${partSizeBytes}`);

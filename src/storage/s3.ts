@@ -27,6 +27,8 @@ export interface S3Options {
   region: string;
   endpoint: string | null;
   forcePathStyle: boolean;
+  /** Absent: the AWS SDK's default chain (environment, shared files, instance roles). */
+  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
 }
 
 function isNotImplemented(err: unknown): boolean {
@@ -73,7 +75,7 @@ export function explainEmptyMessage(err: unknown): void {
 /**
  * S3 and S3-compatible servers: real multipart uploads with presigned UploadPart URLs,
  * CompleteMultipartUpload on complete, presigned GETs for downloads. Credentials come from the
- * usual AWS variables through the SDK's default chain.
+ * usual AWS variables through the SDK's default chain, unless the configuration read them from files.
  */
 export class S3Storage implements Storage {
   readonly kind = 's3' as const;
@@ -89,6 +91,7 @@ export class S3Storage implements Storage {
       // Clients PUT plain bytes; the part ETags (MD5) checked at completion guard the content.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
+      ...(opts.credentials ? { credentials: opts.credentials } : {}),
     });
     // Outermost step: sees every command's final error, after the SDK's own retries.
     this.client.middlewareStack.add(
