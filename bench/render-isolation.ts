@@ -25,11 +25,65 @@ import { Api, prepareTeam, type RunJson } from './lib/api.js';
 import { processTree, startAppChild, type AppChild } from './lib/app-children.js';
 import { loadTruth, serveSites, sitesMissing, type SiteServer } from './lib/brandkit-sites.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
-import { fmt, loadNote, machine, MIB, runBench, sleep, table, watchdog, writeResults, type BenchResult } from './lib/report.js';
+import { figure, fmt, loadNote, machine, MIB, runBench, sleep, table, watchdog, writeResults, type BenchResult, type Figure } from './lib/report.js';
 
 const browserPath = process.env.BENCH_BROWSER_PATH || '/usr/bin/chromium';
 const wanted = new Set((process.env.BENCH_PAGES || 'plain,bigtext,bighidden,globals,console,memory,sites').split(','));
 const RUN_TIMEOUT_MS = 120_000;
+/** The hostile pages of issue 34's review, each a way a page pushed data or memory at the service. */
+const HOSTILE = ['bigtext', 'bighidden', 'globals', 'console', 'memory'];
+/**
+ * What the service may hold more during one render (docs/decisions.md, "Render isolation"): the
+ * DOM (2 MiB), the kept resources (12 MiB) and the static analysis of a page that has neither a
+ * large stylesheet nor large images, with room for the allocator: the tests' bound too.
+ */
+const SERVICE_RISE_MIB = 32;
+/** An event-loop stall a /healthz probe would notice: before issue 34 a page stalled it 2.5 s. */
+const HEALTHZ_MS = 1000;
+/** The tree's bound (TOOLRUN_BROWSER_MEMORY_MB's default) and the watchdog's second line (1.5x its resident sum). */
+const TREE_BOUND_MIB = Number(process.env.TOOLRUN_BROWSER_MEMORY_MB || 1024);
+
+/** The figures: the service untouched by every hostile page, the tree held to its bound, the sites rendered. */
+function figuresOf(rows: Row[]): Figure[] {
+  const plain = rows.find((r) => r.page === 'plain');
+  const base = (label: string, v: number | undefined) => (v === undefined || !Number.isFinite(v) ? null : { label, value: v });
+  const out: Figure[] = [];
+  for (const r of rows.filter((x) => HOSTILE.includes(x.page))) {
+    const died = r.status.startsWith('API process died');
+    out.push(figure({
+      name: `service_rise_${r.page}`, figure: `service RSS rise during the render of /${r.page}`, unit: 'MiB',
+      value: Number.isFinite(r.apiRiseMiB) ? r.apiRiseMiB : Number.POSITIVE_INFINITY,
+      baseline: base('plain page', plain?.apiRiseMiB), target: { on: 'value', op: '<=', limit: SERVICE_RISE_MIB },
+      invalid: died ? 'the API process died' : null, note: r.status.slice(0, 80),
+    }));
+    out.push(figure({
+      name: `healthz_${r.page}`, figure: `longest /healthz answer during the render of /${r.page}`, unit: 'ms', value: r.healthzMaxMs,
+      baseline: base('plain page', plain?.healthzMaxMs), target: { on: 'value', op: '<', limit: HEALTHZ_MS }, invalid: died ? 'the API process died' : null,
+    }));
+  }
+  const memory = rows.find((r) => r.page === 'memory');
+  if (memory) {
+    out.push(figure({
+      name: 'tree_memory_page', figure: 'render tree resident peak on the 10 x 256 MB page (summed per process, sampled every 100 ms)', unit: 'MiB',
+      value: memory.treeResidentPeakMiB, baseline: base('plain page', plain?.treeResidentPeakMiB),
+      target: { on: 'value', op: '<=', limit: TREE_BOUND_MIB * 1.5 },
+      note: `bound ${TREE_BOUND_MIB} MiB (the cgroup's, where there is one), the watchdog's second line at 1.5x`,
+    }));
+  }
+  const sites = rows.filter((r) => !HOSTILE.includes(r.page) && r.page !== 'plain');
+  if (sites.length) {
+    const rendered = sites.filter((r) => r.status === 'succeeded' && !r.renderWarnings.some((w) => /could not be rendered/.test(w)));
+    out.push(figure({
+      name: 'sites_rendered', figure: 'shared sites rendered (succeeded, no render warning)', unit: 'sites', value: rendered.length,
+      target: { on: 'value', op: '>=', limit: sites.length },
+    }));
+    out.push(figure({
+      name: 'sites_tree_pss_max', figure: 'largest render tree PSS among the shared sites (sizing)', unit: 'MiB',
+      value: Math.max(...sites.map((r) => r.treePssPeakMiB)), baseline: base('plain page', plain?.treePssPeakMiB),
+    }));
+  }
+  return out;
+}
 
 const status = (pid: number) => fs.readFileSync(`/proc/${pid}/status`, 'utf8');
 const kb = (text: string, field: string) => 1024 * Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(text)?.[1] ?? 0);
@@ -200,7 +254,7 @@ async function main(): Promise<void> {
       load: { before: loadBefore, after: loadNote() },
       database: { server: database.server, version: database.version },
       settings: { browserPath, pages: pages.map(([p]) => p) },
-      figures: [],
+      figures: figuresOf(rows),
       charts: [],
       notes: [`\`\`\`text\n${out}\n\`\`\``],
       details: { rows },

@@ -7,6 +7,9 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { freshBuild } from '../scripts/build-state.js';
 
+// onnxruntime-node's Linux library (the learned upscaler) carries usage telemetry to Microsoft's
+// collector: a self-hosted service sends nothing anywhere it was not asked to (docs/decisions.md).
+process.env.ORT_DISABLE_TELEMETRY ??= '1';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dist = process.env.TOOLRUN_FROM_SOURCE === '1' ? null : freshBuild(root);
 let main;

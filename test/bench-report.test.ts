@@ -311,7 +311,7 @@ describe('benchmark report', () => {
     assert.deepEqual(benchEnv(http, false, { PATH: '/bin' }), { PATH: '/bin' });
     assert.deepEqual(
       BENCHES.map((b) => b.name),
-      ['http', 'upload', 'upload-s3', 'runs', 'tools', 'quality', 'quality-learned', 'video-learned', 'upscale-speed', 'webhooks', 'keys', 'brandkit', 'password', 'containers'],
+      ['http', 'upload', 'upload-s3', 'runs', 'tools', 'quality', 'quality-learned', 'video-learned', 'upscale-speed', 'webhooks', 'keys', 'brandkit', 'render-isolation', 'password', 'containers'],
     );
     for (const b of BENCHES) assert.equal(b.script, `bench/${b.name}.ts`);
   });

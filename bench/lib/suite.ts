@@ -100,6 +100,13 @@ export const BENCHES: BenchEntry[] = [
     quickEnv: {},
   },
   {
+    name: 'render-isolation',
+    title: 'brand_kit_extract render mode: the service process and the render tree, per page (issue 34)',
+    script: 'bench/render-isolation.ts',
+    quickEnv: {},
+    unavailable: () => (fs.existsSync(process.env.BENCH_BROWSER_PATH || '/usr/bin/chromium') ? null : 'needs Chromium (BENCH_BROWSER_PATH, default /usr/bin/chromium)'),
+  },
+  {
     name: 'password',
     title: 'password check: zxcvbn-ts vs scrypt (issue 34)',
     script: 'bench/password.ts',
