@@ -256,7 +256,7 @@ async function main(): Promise<void> {
       settings: { browserPath, pages: pages.map(([p]) => p) },
       figures: figuresOf(rows),
       charts: [],
-      notes: [`\`\`\`text\n${out}\n\`\`\``],
+      notes: [`Per page: the API process (VmHWM after a clear_refs reset), /healthz asked every 100 ms, the render's processes summed from /proc every 100 ms (RssAnon + RssShmem, and PSS):\n\n\`\`\`text\n${out}\n\`\`\``],
       details: { rows },
     };
     process.stdout.write(`results written to ${writeResults(result)}\n`);
