@@ -97,7 +97,7 @@ async function main(): Promise<void> {
       await app.listen({ port: config.port, host: config.host });
       url = config.publicBaseUrl;
     }
-    deps = { config, db: database.db, connectionString: database.connectionString, storage, tools, media, logger, ...(metrics ? { metrics } : {}) };
+    deps = { config, db: database.db, storage, tools, media, logger, ...(metrics ? { metrics } : {}) };
     work = await startWork(workersFromEnv(), deps);
   }
 

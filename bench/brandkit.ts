@@ -16,17 +16,15 @@
  * BENCH_BROWSER_PATH (/usr/bin/chromium), BENCH_MAX_MINUTES (10).
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createLogger } from '../src/logger.js';
 import { Api, prepareTeam, type RunJson } from './lib/api.js';
-import { startAppChild, type AppChild } from './lib/app-children.js';
+import { startAppChild } from './lib/app-children.js';
 import { checksIn, loadTruth, passed, scoreKit, serveSites, SITE_SETS, sitesMissing, type ScoredKit, type SiteServer, type SiteSet } from './lib/brandkit-sites.js';
 import { classTable, missTable, possible, renderBehind, siteTable, total, type Mode, type SetResult } from './lib/brandkit-report.js';
 import { writeSection } from './lib/doc-section.js';
-import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
-import { figure, finish, loadNote, machine, sleep, table, watchdog, type BenchResult, runBench, sayFailure } from './lib/report.js';
+import { figure, finish, loadNote, resultHeader, sleep, type BenchResult, runBench } from './lib/report.js';
+import { serviceEnv, withBenchService, type BenchService } from './lib/service.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** Checks each folder may miss in each mode (issue 35: the first set stays whole, the second >= 39/41). */
@@ -97,9 +95,8 @@ interface Pass {
 }
 
 /** One API child for the mode; every site of every folder through it, one run at a time. */
-async function runPass(mode: Mode, env: NodeJS.ProcessEnv, key: string, sets: SiteSet[], servers: Map<string, Map<string, SiteServer>>, children: AppChild[]): Promise<Pass> {
-  const child = await startAppChild('api', { ...env, BENCH_WORKERS: 'all', ...(mode === 'render' ? { TOOLRUN_BROWSER_PATH: settings.browserPath } : {}) });
-  children.push(child);
+async function runPass(mode: Mode, env: NodeJS.ProcessEnv, key: string, sets: SiteSet[], servers: Map<string, Map<string, SiteServer>>, svc: BenchService): Promise<Pass> {
+  const child = svc.child(`api (${mode})`, await startAppChild('api', { ...env, BENCH_WORKERS: 'all', ...(mode === 'render' ? { TOOLRUN_BROWSER_PATH: settings.browserPath } : {}) }));
   const api = new Api(child.url, key);
   const pass: Pass = { mode, sets: {} };
   try {
@@ -116,118 +113,84 @@ async function runPass(mode: Mode, env: NodeJS.ProcessEnv, key: string, sets: Si
   } finally {
     api.close();
     await child.stop().catch(() => undefined);
-    children.splice(children.indexOf(child), 1);
   }
   return pass;
 }
 
 const fence = (text: string) => `${'```'}text\n${text}\n${'```'}`;
 
-async function main(): Promise<void> {
+async function main(svc: BenchService): Promise<void> {
   const sets = SITE_SETS.filter((set) => sitesMissing(set.dir) === null);
   if (!sets.length) throw new Error(`bench:brandkit cannot run: ${sitesMissing()}`);
-  const logger = createLogger('warn');
-  const children: AppChild[] = [];
-  let database: BenchDatabase | null = null;
-  const servers = new Map<string, Map<string, SiteServer>>();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-bench-brandkit-'));
-  let cleaning: Promise<void> | null = null;
-  const cleanup = () =>
-    (cleaning ??= (async () => {
-      for (const c of children) await c.stop().catch(() => undefined);
-      for (const set of servers.values()) for (const s of set.values()) await s.close().catch(() => undefined);
-      await database?.teardown();
-      fs.rmSync(dir, { recursive: true, force: true });
-    })());
-  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
-  watchdog('brandkit', cleanup);
-  try {
-    const loadBefore = loadNote();
-    process.stdout.write(`setting up (${loadBefore.text})...\n`);
-    database = await setupBenchDatabase(logger);
-    await prepareTeam(database.url, database.keyId, logger);
-    for (const set of sets) servers.set(set.name, await serveSites(loadTruth(set.dir), set.dir));
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      DATABASE_URL: database.url,
-      HOST: '127.0.0.1',
-      LOG_LEVEL: settings.apiLogLevel,
-      TOOLRUN_ENV: 'development',
-      TOOLRUN_DEMO_SEED: '0',
-      TOOLRUN_ALLOW_PRIVATE_NETWORK: '1',
-      TOOLRUN_DATA_DIR: path.join(dir, 'data'),
-    };
-    delete env.TOOLRUN_BROWSER_PATH;
-    process.stdout.write('  static mode...\n');
-    const staticPass = await runPass('static', env, database.key, sets, servers, children);
-    const renderNote = renderUnavailable();
-    let render: Pass | null = null;
-    if (!renderNote) {
-      process.stdout.write('  render mode...\n');
-      render = await runPass('render', env, database.key, sets, servers, children);
-    }
-    const loadAfter = loadNote();
-    await cleanup();
-
-    const bySet = sets.map((set) => ({ name: set.name, static: staticPass.sets[set.name]!, render: render?.sets[set.name] ?? null }));
-    const classes = classTable(bySet);
-    const siteTables = bySet.map((x) => `${x.name} set:\n${siteTable(x.static, x.render, BEFORE[x.name] ?? {}, renderNote)}`).join('\n\n');
-    const misses = bySet.flatMap((x) => [missTable(`${x.name} static`, x.static), ...(x.render ? [missTable(`${x.name} render`, x.render)] : [])]).join('\n\n');
-    process.stdout.write(`\n${classes}\n\n${siteTables}\n\n${misses}\n`);
-    const behind = renderBehind(bySet);
-    const figures = bySet.flatMap((x) => {
-      const set = sets.find((s) => s.name === x.name)!;
-      const checks = checksIn(loadTruth(set.dir));
-      const limit = checks - (MISSES_ALLOWED[x.name] ?? 0);
-      return (['static', 'render'] as const).flatMap((mode) => {
-        const r = mode === 'static' ? x.static : x.render;
-        const before = BEFORE[x.name]?.[mode];
-        const worse = r && before ? r.scores.filter((s) => passed(s) < (before[s.site] ?? 0)).map((s) => s.site) : [];
-        return [
-          r
-            ? figure({ name: `${x.name}_${mode}_checks`, figure: `${x.name} set, ${mode} mode: checks right (name, primary, heading, body, logo)`, unit: 'checks', value: total(r.scores),
-                target: { on: 'value', op: '>=', limit }, note: `of ${possible(r.scores)} (truth.json counts ${checks})` })
-            : figure({ name: `${x.name}_${mode}_checks`, figure: `${x.name} set, ${mode} mode: checks right`, unit: 'checks', value: Number.NaN,
-                target: { on: 'value', op: '>=', limit }, notApplicable: `not available: ${renderNote ?? '?'}` }),
-          ...(r && before
-            ? [figure({ name: `${x.name}_${mode}_sites_worse`, figure: `${x.name} set, ${mode} mode: sites with fewer checks right than before (${x.name === 'first' ? 'issue 27' : 'issue 35'})`, unit: 'sites',
-                value: worse.length, baseline: null, target: { on: 'value', op: '<=', limit: 0 }, note: worse.join(', ') || undefined })]
-            : []),
-        ];
-      });
-    });
-    if (render) {
-      figures.push(figure({ name: 'render_classes_behind_static', figure: 'check classes (per folder) right less often in render mode than in static', unit: 'classes', value: behind.length,
-        baseline: null, target: { on: 'value', op: '<=', limit: 0 }, note: behind.join(', ') || undefined }));
-    }
-    const result: BenchResult = {
-      benchmark: 'brandkit',
-      title: 'brand_kit_extract on 27 real web sites in two folders: checks right against their ground truth',
-      at: new Date().toISOString(),
-      machine: machine(),
-      load: { before: loadBefore, after: loadAfter },
-      database: { server: database.server, version: database.version },
-      settings: { ...settings, sets: bySet.map((x) => ({ set: x.name, sites: x.static.scores.map((s) => s.site) })), render: renderNote ?? 'ran' },
-      figures,
-      charts: [],
-      notes: [
-        'Sites: `../shared/fixtures/brandkit-sites/` (the first set: 13 real sites issue 27 tuned on) and `../shared/fixtures/brandkit-sites-second-batch/` (the second: 14 real sites nobody tuned on), as they ship; each `truth.json` names the source of every value. Each site is served from its own loopback port; the tool runs through the API, one run at a time, and the kit (brand-kit.json) is downloaded from the run\'s outputs.',
-        'A check is right when: the name matches case-insensitively; the primary colour is within CIEDE2000 5 of the truth (or its `also`); the heading and body families match; the truth logo is first among `logos`. A null truth is not scored (- in the tables); the checks are counted from the truth files.',
-        '`before`: the first set in static mode on the code before issue 27 (29 of 51); the second set in both modes on the code before issue 35 (822923d). No site may get fewer now.',
-        `Per check class, right of scored:\n\n${fence(classes)}`,
-        `Per site (static mode's checks: ok right, x wrong, - not scored):\n\n${fence(siteTables)}`,
-        `Misses, with what the kit said:\n\n${fence(misses)}`,
-      ],
-      details: { static: staticPass, render, render_note: renderNote },
-    };
-    writeSection(path.join(ROOT, 'docs', 'benchmarks.md'), 'brandkit', 'brand_kit_extract on real web sites (issues 27 and 35)', result, 'bench/brandkit.ts');
-    finish(result);
-  } catch (err) {
-    sayFailure('brandkit', err);
-    throw err;
-  } finally {
-    await cleanup();
+  const { logger } = svc;
+  const loadBefore = loadNote();
+  process.stdout.write(`setting up (${loadBefore.text})...\n`);
+  const database = await svc.database();
+  await prepareTeam(database.url, database.keyId, logger);
+  const servers = svc.defer(new Map<string, Map<string, SiteServer>>(), async (all) => {
+    for (const set of all.values()) for (const s of set.values()) await s.close().catch(() => undefined);
+  });
+  for (const set of sets) servers.set(set.name, await serveSites(loadTruth(set.dir), set.dir));
+  const env = serviceEnv(svc, database, { logLevel: settings.apiLogLevel, set: { TOOLRUN_ALLOW_PRIVATE_NETWORK: '1' }, unset: ['TOOLRUN_BROWSER_PATH'] });
+  process.stdout.write('  static mode...\n');
+  const staticPass = await runPass('static', env, database.key, sets, servers, svc);
+  const renderNote = renderUnavailable();
+  let render: Pass | null = null;
+  if (!renderNote) {
+    process.stdout.write('  render mode...\n');
+    render = await runPass('render', env, database.key, sets, servers, svc);
   }
+  const loadAfter = loadNote();
+  await svc.cleanup();
+
+  const bySet = sets.map((set) => ({ name: set.name, static: staticPass.sets[set.name]!, render: render?.sets[set.name] ?? null }));
+  const classes = classTable(bySet);
+  const siteTables = bySet.map((x) => `${x.name} set:\n${siteTable(x.static, x.render, BEFORE[x.name] ?? {}, renderNote)}`).join('\n\n');
+  const misses = bySet.flatMap((x) => [missTable(`${x.name} static`, x.static), ...(x.render ? [missTable(`${x.name} render`, x.render)] : [])]).join('\n\n');
+  process.stdout.write(`\n${classes}\n\n${siteTables}\n\n${misses}\n`);
+  const behind = renderBehind(bySet);
+  const figures = bySet.flatMap((x) => {
+    const set = sets.find((s) => s.name === x.name)!;
+    const checks = checksIn(loadTruth(set.dir));
+    const limit = checks - (MISSES_ALLOWED[x.name] ?? 0);
+    return (['static', 'render'] as const).flatMap((mode) => {
+      const r = mode === 'static' ? x.static : x.render;
+      const before = BEFORE[x.name]?.[mode];
+      const worse = r && before ? r.scores.filter((s) => passed(s) < (before[s.site] ?? 0)).map((s) => s.site) : [];
+      return [
+        r
+          ? figure({ name: `${x.name}_${mode}_checks`, figure: `${x.name} set, ${mode} mode: checks right (name, primary, heading, body, logo)`, unit: 'checks', value: total(r.scores),
+              target: { on: 'value', op: '>=', limit }, note: `of ${possible(r.scores)} (truth.json counts ${checks})` })
+          : figure({ name: `${x.name}_${mode}_checks`, figure: `${x.name} set, ${mode} mode: checks right`, unit: 'checks', value: Number.NaN,
+              target: { on: 'value', op: '>=', limit }, notApplicable: `not available: ${renderNote ?? '?'}` }),
+        ...(r && before
+          ? [figure({ name: `${x.name}_${mode}_sites_worse`, figure: `${x.name} set, ${mode} mode: sites with fewer checks right than before (${x.name === 'first' ? 'issue 27' : 'issue 35'})`, unit: 'sites',
+              value: worse.length, baseline: null, target: { on: 'value', op: '<=', limit: 0 }, note: worse.join(', ') || undefined })]
+          : []),
+      ];
+    });
+  });
+  if (render) {
+    figures.push(figure({ name: 'render_classes_behind_static', figure: 'check classes (per folder) right less often in render mode than in static', unit: 'classes', value: behind.length,
+      baseline: null, target: { on: 'value', op: '<=', limit: 0 }, note: behind.join(', ') || undefined }));
+  }
+  const result: BenchResult = {
+    ...resultHeader('brandkit', 'brand_kit_extract on 27 real web sites in two folders: checks right against their ground truth',
+      { before: loadBefore, after: loadAfter }, database, { ...settings, sets: bySet.map((x) => ({ set: x.name, sites: x.static.scores.map((s) => s.site) })), render: renderNote ?? 'ran' }),
+    figures,
+    charts: [],
+    notes: [
+      'Sites: `../shared/fixtures/brandkit-sites/` (the first set: 13 real sites issue 27 tuned on) and `../shared/fixtures/brandkit-sites-second-batch/` (the second: 14 real sites nobody tuned on), as they ship; each `truth.json` names the source of every value. Each site is served from its own loopback port; the tool runs through the API, one run at a time, and the kit (brand-kit.json) is downloaded from the run\'s outputs.',
+      'A check is right when: the name matches case-insensitively; the primary colour is within CIEDE2000 5 of the truth (or its `also`); the heading and body families match; the truth logo is first among `logos`. A null truth is not scored (- in the tables); the checks are counted from the truth files.',
+      '`before`: the first set in static mode on the code before issue 27 (29 of 51); the second set in both modes on the code before issue 35 (822923d). No site may get fewer now.',
+      `Per check class, right of scored:\n\n${fence(classes)}`,
+      `Per site (static mode's checks: ok right, x wrong, - not scored):\n\n${fence(siteTables)}`,
+      `Misses, with what the kit said:\n\n${fence(misses)}`,
+    ],
+    details: { static: staticPass, render, render_note: renderNote },
+  };
+  writeSection(path.join(ROOT, 'docs', 'benchmarks.md'), 'brandkit', 'brand_kit_extract on real web sites (issues 27 and 35)', result, 'bench/brandkit.ts');
+  finish(result);
 }
 
-runBench('brandkit', main);
+runBench('brandkit', () => withBenchService('brandkit', {}, main));

@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { exec, podman } from '../test/deploy/podman.js';
 import { IMAGES } from '../test/deploy/images.js';
-import { figure, finish, loadNote, machine, runBench, type BenchResult, type Figure } from './lib/report.js';
+import { figure, finish, loadNote, resultHeader, runBench, type BenchResult, type Figure } from './lib/report.js';
 
 const MB = 1e6;
 
@@ -81,13 +81,8 @@ async function main(): Promise<void> {
     figure({ name: 'stage_s', figure: 'the whole deploy test (images from cache, three passes, clean-up checked)', unit: 's', value: r.totalSeconds, target: { on: 'value', op: '<', limit: 600 } }),
   ];
   const result: BenchResult = {
-    benchmark: 'containers',
-    title: 'image sizes and start-to-healthy times of the container stack (issue 36)',
-    at: new Date().toISOString(),
-    machine: machine(),
-    load: { before, after: loadNote() },
-    database: { server: 'PostgreSQL 15 in a container (deploy/postgres)', version: null },
-    settings: { base: r.images.base, debian: debianVersion },
+    ...resultHeader('containers', 'image sizes and start-to-healthy times of the container stack (issue 36)',
+      { before, after: loadNote() }, { server: 'PostgreSQL 15 in a container (deploy/postgres)', version: null }, { base: r.images.base, debian: debianVersion }),
     figures,
     charts: [],
     notes: [

@@ -23,10 +23,9 @@
  */
 import { randomInt } from 'node:crypto';
 import http from 'node:http';
-import { createLogger } from '../src/logger.js';
-import { startApiChild, type ServerChild } from './lib/children.js';
-import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
-import { compactSamples, envInt, envNum, figure, finish, fmt, loadNote, machine, median, percentile, sleep, table, watchdog, type BenchResult, type Figure, runBench } from './lib/report.js';
+import { startApiChild } from './lib/children.js';
+import { compactSamples, envInt, envNum, figure, finish, fmt, loadNote, median, percentile, resultHeader, sleep, table, type BenchResult, type Figure, runBench } from './lib/report.js';
+import { withBenchService, type BenchService } from './lib/service.js';
 
 const FLOOD_TARGET = 0.5;
 /** Significance level of the timing test: below it, the two classes differ. */
@@ -158,167 +157,147 @@ async function load(url: URL, connections: number, durationS: number, key: () =>
   return result;
 }
 
-async function main(): Promise<void> {
-  const logger = createLogger('warn');
-  let database: BenchDatabase | null = null;
-  let api: ServerChild | null = null;
-  let cleaning: Promise<void> | null = null;
-  const cleanup = () =>
-    (cleaning ??= (async () => {
-      await api?.stop().catch(() => undefined);
-      await database?.teardown();
-    })());
-  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
-  watchdog('keys', cleanup);
-  try {
-    const loadBefore = loadNote();
-    process.stdout.write(`setting up the database and the API server (${loadBefore.text})...\n`);
-    database = await setupBenchDatabase(logger);
-    api = await startApiChild(database.url, settings.apiLogLevel);
-    const url = new URL('/v1/me', api.url);
-    const valid = database.key;
+async function main(svc: BenchService): Promise<void> {
+  const loadBefore = loadNote();
+  process.stdout.write(`setting up the database and the API server (${loadBefore.text})...\n`);
+  const database = await svc.database();
+  const api = svc.child('api', await startApiChild(database.url, settings.apiLogLevel));
+  const url = new URL('/v1/me', api.url);
+  const valid = database.key;
 
-    // 1. Timing: one connection, one request at a time, classes interleaved at random.
-    process.stdout.write(`timing: ${settings.samplesPerClass} requests per key class, interleaved, after ${settings.warmupRequests} warm-up requests\n`);
-    const one = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    for (let i = 0; i < settings.warmupRequests; i++) await timedGet(one, url, keyOf(CLASSES[i % CLASSES.length]?.id ?? 'valid', valid));
-    const samples = new Map<KeyClass, number[]>(CLASSES.map((c) => [c.id, []]));
-    let wrongStatus = 0;
-    const schedule = shuffled(CLASSES.flatMap((c) => Array.from({ length: settings.samplesPerClass }, () => c)));
-    for (const [i, c] of schedule.entries()) {
-      if (i % 1000 === 0) await database.refill();
-      const r = await timedGet(one, url, keyOf(c.id, valid));
-      if (r.status !== c.status) wrongStatus++;
-      samples.get(c.id)?.push(r.ms);
-      // A pause between requests keeps the bad keys under the server's rate for keys it has not
-      // seen lately (TOOLRUN_UNRECOGNISED_KEYS_PER_SECOND), so this measures the lookup, not a queue.
-      await sleep(1);
-    }
-    one.destroy();
-    const of = (id: KeyClass) => samples.get(id) ?? [];
-    const base = of('unknown_prefix');
-    const baseMedian = median(base);
-    const ci = bootstrapMedianDiff(of('wrong_secret'), base, settings.bootstrap);
-    const p = mannWhitneyP(of('wrong_secret'), base);
-    const worstPct = (Math.max(Math.abs(ci.low), Math.abs(ci.high)) / baseMedian) * 100;
-    const equivalent = worstPct <= settings.equivalencePct;
-    process.stdout.write(
-      `${table(
-        ['key class', 'n', 'median ms', 'p90 ms', 'ratio to baseline'],
-        CLASSES.map((c) => [c.label, String(of(c.id).length), fmt(median(of(c.id)), 3), fmt(percentile(of(c.id), 90), 3), fmt(median(of(c.id)) / baseMedian, 3)]),
-      )}\n` +
-        `wrong secret - unknown prefix: median difference 95% CI [${fmt(ci.low * 1000, 1)}, ${fmt(ci.high * 1000, 1)}] µs ` +
-        `(within +-${fmt(worstPct, 2)}% of the baseline median; equivalence margin +-${settings.equivalencePct}%), Mann-Whitney p = ${p.toPrecision(3)} ` +
-        `(below ${ALPHA}: the classes differ)\n`,
-    );
-
-    // 2. Flood: valid traffic alone, then with bad keys alongside, round after round.
-    const alone: LoadResult[] = [];
-    const flooded: LoadResult[] = [];
-    const floods: LoadResult[] = [];
-    const badKey = () => keyOf(randomInt(2) ? 'wrong_secret' : 'unknown_prefix', valid);
-    for (let round = 1; round <= settings.rounds; round++) {
-      await database.refill();
-      alone.push(await load(url, settings.validConnections, settings.durationS, () => valid, [200]));
-      await sleep(1000);
-      await database.refill();
-      const [v, f] = await Promise.all([
-        load(url, settings.validConnections, settings.durationS, () => valid, [200]),
-        load(url, settings.floodConnections, settings.durationS, badKey, [401, 429]),
-      ]);
-      flooded.push(v);
-      floods.push(f);
-      const rate = (r: LoadResult) => r.ok / settings.durationS;
-      process.stdout.write(
-        `  round ${round}: valid alone ${rate(alone.at(-1) as LoadResult).toFixed(0)} req/s; under flood ${rate(v).toFixed(0)} req/s ` +
-          `while bad keys got ${rate(f).toFixed(0)} answers/s\n`,
-      );
-      await sleep(1000);
-    }
-    const rps = (rs: LoadResult[]) => median(rs.map((r) => r.ok / settings.durationS));
-    const failures = [...alone, ...flooded, ...floods].reduce((n, r) => n + r.other, 0);
-    const floodInvalid = failures ? `${failures} requests got an unexpected answer` : null;
-    const timingInvalid = wrongStatus ? `${wrongStatus} timing requests got an unexpected status` : null;
-    const latencies = (rs: LoadResult[]) => rs.flatMap((r) => r.latencies);
-    const baseline = (label: string, value: number) => ({ label, value });
-
-    const result: BenchResult = {
-      benchmark: 'keys',
-      title: 'Keys: invalid keys cannot be told apart by timing; a flood of bad keys and valid traffic',
-      at: new Date().toISOString(),
-      machine: machine(),
-      load: { before: loadBefore, after: loadNote() },
-      database: { server: database.server, version: database.version },
-      settings,
-      figures: [
-        timingVerdict(
-          figure({
-            name: 'wrong_secret_vs_unknown_p',
-            figure: 'timing: valid prefix + wrong secret vs unknown prefix, Mann-Whitney p (two-sided)',
-            unit: '',
-            value: p,
-            target: { on: 'value', op: '>=', limit: ALPHA },
-            invalid: timingInvalid,
-            note: `or equivalent within +-${settings.equivalencePct}%: ${equivalent ? 'yes' : 'no'}`,
-          }),
-          equivalent && !timingInvalid,
-        ),
-        figure({
-          name: 'wrong_secret_median_difference',
-          figure: 'timing: the same, 95% bootstrap CI of the median difference, its worst bound as % of the baseline median',
-          unit: '%',
-          value: worstPct,
-          note: `CI [${fmt(ci.low * 1000, 1)}, ${fmt(ci.high * 1000, 1)}] µs`,
-        }),
-        ...CLASSES.filter((c) => c.id !== 'unknown_prefix').map((c) =>
-          figure({ name: `${c.id}_median`, figure: `timing: ${c.label}, median latency`, unit: 'ms', value: median(of(c.id)), baseline: baseline('unknown prefix', baseMedian) }),
-        ),
-        figure({
-          name: 'valid_throughput_under_flood',
-          figure: `valid traffic (${settings.validConnections} connections) while ${settings.floodConnections} connections send bad keys`,
-          unit: 'req/s',
-          value: rps(flooded),
-          baseline: baseline('valid traffic alone', rps(alone)),
-          target: { on: 'ratio', op: '>=', limit: FLOOD_TARGET },
-          invalid: floodInvalid,
-        }),
-        figure({ name: 'valid_p99_under_flood', figure: 'valid traffic latency p99 under the flood', unit: 'ms', value: percentile(latencies(flooded), 99), baseline: baseline('alone', percentile(latencies(alone), 99)) }),
-        figure({ name: 'bad_key_rate', figure: 'bad keys answered (401, or 429 past the queue) during the flood', unit: 'req/s', value: rps(floods) }),
-      ],
-      charts: [
-        {
-          id: 'timing',
-          title: 'GET /v1/me latency by key class (one request at a time, interleaved)',
-          unit: 'ms',
-          series: CLASSES.map((c) => ({ label: c.label, role: c.id === 'unknown_prefix' ? 'baseline' : 'measured', samples: compactSamples(of(c.id)) })),
-        },
-        {
-          id: 'flood',
-          title: 'Valid GET /v1/me latency, alone and under a flood of bad keys',
-          unit: 'ms',
-          series: [
-            { label: 'valid traffic under the flood', role: 'measured', samples: compactSamples(latencies(flooded)) },
-            { label: 'valid traffic alone', role: 'baseline', samples: compactSamples(latencies(alone)) },
-          ],
-        },
-      ],
-      notes: [
-        'Timing: a fresh random key per request, the four classes shuffled together on one keep-alive connection, so drift and load hit every class alike.',
-        `The timing figure passes when the Mann-Whitney test finds no difference at the ${ALPHA} level, or when the whole 95% bootstrap interval of the median difference is inside +-${settings.equivalencePct}% of the baseline median; a timing side channel (say, a lookup skipped for unknown prefixes, as malformed keys skip it) fails both.`,
-        `Flood: ${settings.rounds} round(s) of ${settings.durationS} s, valid traffic alone then alongside the flood; medians of the rounds. The load generators run in this process, the API in a child, on the same machine.`,
-        `Rate limit: ${database.rateLimitNote}.`,
-      ],
-      details: {
-        timing: Object.fromEntries(CLASSES.map((c) => [c.id, { n: of(c.id).length, median: median(of(c.id)), p90: percentile(of(c.id), 90), p99: percentile(of(c.id), 99) }])),
-        median_difference_ci_ms: ci,
-        mann_whitney_p: p,
-        flood: { alone_rps: alone.map((r) => r.ok / settings.durationS), flooded_rps: flooded.map((r) => r.ok / settings.durationS), bad_rps: floods.map((r) => r.ok / settings.durationS) },
-      },
-    };
-    finish(result);
-  } finally {
-    await cleanup();
+  // 1. Timing: one connection, one request at a time, classes interleaved at random.
+  process.stdout.write(`timing: ${settings.samplesPerClass} requests per key class, interleaved, after ${settings.warmupRequests} warm-up requests\n`);
+  const one = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  for (let i = 0; i < settings.warmupRequests; i++) await timedGet(one, url, keyOf(CLASSES[i % CLASSES.length]?.id ?? 'valid', valid));
+  const samples = new Map<KeyClass, number[]>(CLASSES.map((c) => [c.id, []]));
+  let wrongStatus = 0;
+  const schedule = shuffled(CLASSES.flatMap((c) => Array.from({ length: settings.samplesPerClass }, () => c)));
+  for (const [i, c] of schedule.entries()) {
+    if (i % 1000 === 0) await database.refill();
+    const r = await timedGet(one, url, keyOf(c.id, valid));
+    if (r.status !== c.status) wrongStatus++;
+    samples.get(c.id)?.push(r.ms);
+    // A pause between requests keeps the bad keys under the server's rate for keys it has not
+    // seen lately (TOOLRUN_UNRECOGNISED_KEYS_PER_SECOND), so this measures the lookup, not a queue.
+    await sleep(1);
   }
+  one.destroy();
+  const of = (id: KeyClass) => samples.get(id) ?? [];
+  const base = of('unknown_prefix');
+  const baseMedian = median(base);
+  const ci = bootstrapMedianDiff(of('wrong_secret'), base, settings.bootstrap);
+  const p = mannWhitneyP(of('wrong_secret'), base);
+  const worstPct = (Math.max(Math.abs(ci.low), Math.abs(ci.high)) / baseMedian) * 100;
+  const equivalent = worstPct <= settings.equivalencePct;
+  process.stdout.write(
+    `${table(
+      ['key class', 'n', 'median ms', 'p90 ms', 'ratio to baseline'],
+      CLASSES.map((c) => [c.label, String(of(c.id).length), fmt(median(of(c.id)), 3), fmt(percentile(of(c.id), 90), 3), fmt(median(of(c.id)) / baseMedian, 3)]),
+    )}\n` +
+      `wrong secret - unknown prefix: median difference 95% CI [${fmt(ci.low * 1000, 1)}, ${fmt(ci.high * 1000, 1)}] µs ` +
+      `(within +-${fmt(worstPct, 2)}% of the baseline median; equivalence margin +-${settings.equivalencePct}%), Mann-Whitney p = ${p.toPrecision(3)} ` +
+      `(below ${ALPHA}: the classes differ)\n`,
+  );
+
+  // 2. Flood: valid traffic alone, then with bad keys alongside, round after round.
+  const alone: LoadResult[] = [];
+  const flooded: LoadResult[] = [];
+  const floods: LoadResult[] = [];
+  const badKey = () => keyOf(randomInt(2) ? 'wrong_secret' : 'unknown_prefix', valid);
+  for (let round = 1; round <= settings.rounds; round++) {
+    await database.refill();
+    alone.push(await load(url, settings.validConnections, settings.durationS, () => valid, [200]));
+    await sleep(1000);
+    await database.refill();
+    const [v, f] = await Promise.all([
+      load(url, settings.validConnections, settings.durationS, () => valid, [200]),
+      load(url, settings.floodConnections, settings.durationS, badKey, [401, 429]),
+    ]);
+    flooded.push(v);
+    floods.push(f);
+    const rate = (r: LoadResult) => r.ok / settings.durationS;
+    process.stdout.write(
+      `  round ${round}: valid alone ${rate(alone.at(-1) as LoadResult).toFixed(0)} req/s; under flood ${rate(v).toFixed(0)} req/s ` +
+        `while bad keys got ${rate(f).toFixed(0)} answers/s\n`,
+    );
+    await sleep(1000);
+  }
+  const rps = (rs: LoadResult[]) => median(rs.map((r) => r.ok / settings.durationS));
+  const failures = [...alone, ...flooded, ...floods].reduce((n, r) => n + r.other, 0);
+  const floodInvalid = failures ? `${failures} requests got an unexpected answer` : null;
+  const timingInvalid = wrongStatus ? `${wrongStatus} timing requests got an unexpected status` : null;
+  const latencies = (rs: LoadResult[]) => rs.flatMap((r) => r.latencies);
+  const baseline = (label: string, value: number) => ({ label, value });
+
+  const result: BenchResult = {
+    ...resultHeader('keys', 'Keys: invalid keys cannot be told apart by timing; a flood of bad keys and valid traffic', { before: loadBefore, after: loadNote() }, database, settings),
+    figures: [
+      timingVerdict(
+        figure({
+          name: 'wrong_secret_vs_unknown_p',
+          figure: 'timing: valid prefix + wrong secret vs unknown prefix, Mann-Whitney p (two-sided)',
+          unit: '',
+          value: p,
+          target: { on: 'value', op: '>=', limit: ALPHA },
+          invalid: timingInvalid,
+          note: `or equivalent within +-${settings.equivalencePct}%: ${equivalent ? 'yes' : 'no'}`,
+        }),
+        equivalent && !timingInvalid,
+      ),
+      figure({
+        name: 'wrong_secret_median_difference',
+        figure: 'timing: the same, 95% bootstrap CI of the median difference, its worst bound as % of the baseline median',
+        unit: '%',
+        value: worstPct,
+        note: `CI [${fmt(ci.low * 1000, 1)}, ${fmt(ci.high * 1000, 1)}] µs`,
+      }),
+      ...CLASSES.filter((c) => c.id !== 'unknown_prefix').map((c) =>
+        figure({ name: `${c.id}_median`, figure: `timing: ${c.label}, median latency`, unit: 'ms', value: median(of(c.id)), baseline: baseline('unknown prefix', baseMedian) }),
+      ),
+      figure({
+        name: 'valid_throughput_under_flood',
+        figure: `valid traffic (${settings.validConnections} connections) while ${settings.floodConnections} connections send bad keys`,
+        unit: 'req/s',
+        value: rps(flooded),
+        baseline: baseline('valid traffic alone', rps(alone)),
+        target: { on: 'ratio', op: '>=', limit: FLOOD_TARGET },
+        invalid: floodInvalid,
+        roundRatios: flooded.map((r, i) => r.ok / (alone[i]?.ok ?? Number.NaN)),
+      }),
+      figure({ name: 'valid_p99_under_flood', figure: 'valid traffic latency p99 under the flood', unit: 'ms', value: percentile(latencies(flooded), 99), baseline: baseline('alone', percentile(latencies(alone), 99)) }),
+      figure({ name: 'bad_key_rate', figure: 'bad keys answered (401, or 429 past the queue) during the flood', unit: 'req/s', value: rps(floods) }),
+    ],
+    charts: [
+      {
+        id: 'timing',
+        title: 'GET /v1/me latency by key class (one request at a time, interleaved)',
+        unit: 'ms',
+        series: CLASSES.map((c) => ({ label: c.label, role: c.id === 'unknown_prefix' ? 'baseline' : 'measured', samples: compactSamples(of(c.id)) })),
+      },
+      {
+        id: 'flood',
+        title: 'Valid GET /v1/me latency, alone and under a flood of bad keys',
+        unit: 'ms',
+        series: [
+          { label: 'valid traffic under the flood', role: 'measured', samples: compactSamples(latencies(flooded)) },
+          { label: 'valid traffic alone', role: 'baseline', samples: compactSamples(latencies(alone)) },
+        ],
+      },
+    ],
+    notes: [
+      'Timing: a fresh random key per request, the four classes shuffled together on one keep-alive connection, so drift and load hit every class alike.',
+      `The timing figure passes when the Mann-Whitney test finds no difference at the ${ALPHA} level, or when the whole 95% bootstrap interval of the median difference is inside +-${settings.equivalencePct}% of the baseline median; a timing side channel (say, a lookup skipped for unknown prefixes, as malformed keys skip it) fails both.`,
+      `Flood: ${settings.rounds} round(s) of ${settings.durationS} s, valid traffic alone then alongside the flood; medians of the rounds. The load generators run in this process, the API in a child, on the same machine.`,
+      `Rate limit: ${database.rateLimitNote}.`,
+    ],
+    details: {
+      timing: Object.fromEntries(CLASSES.map((c) => [c.id, { n: of(c.id).length, median: median(of(c.id)), p90: percentile(of(c.id), 90), p99: percentile(of(c.id), 99) }])),
+      median_difference_ci_ms: ci,
+      mann_whitney_p: p,
+      flood: { alone_rps: alone.map((r) => r.ok / settings.durationS), flooded_rps: flooded.map((r) => r.ok / settings.durationS), bad_rps: floods.map((r) => r.ok / settings.durationS) },
+    },
+  };
+  finish(result);
 }
 
-runBench('keys', main);
+runBench('keys', () => withBenchService('keys', {}, main));

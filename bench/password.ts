@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { checkPassword } from '../src/console/password-policy.js';
 import { hashPassword } from '../src/console/passwords.js';
 import { writeSection } from './lib/doc-section.js';
-import { envInt, figure, finish, loadNote, machine, median, runBench, type BenchResult, type Figure } from './lib/report.js';
+import { envInt, figure, finish, loadNote, median, resultHeader, runBench, type BenchResult, type Figure } from './lib/report.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const LENGTH = 1024;
@@ -88,6 +88,7 @@ async function main(): Promise<void> {
         value: med(name, 'check'),
         baseline: { label: 'scrypt hash of it', value: med(name, 'hash') },
         target: { on: 'ratio', op: '<=', limit: TARGET_RATIO },
+        roundRatios: samples[name]!.check.map((c, i) => c / (samples[name]!.hash[i] ?? Number.NaN)),
         note: `worst round ${Math.max(...samples[name]!.check).toFixed(0)} CPU ms`,
       }),
     ),
@@ -102,13 +103,8 @@ async function main(): Promise<void> {
     figure({ name: 'first_check', figure: 'first check of the process (loads and builds the dictionaries)', unit: 'CPU ms', value: firstMs }),
   ];
   const result: BenchResult = {
-    benchmark: 'password',
-    title: `password check: zxcvbn-ts on ${LENGTH}-character passwords vs their scrypt hash`,
-    at: new Date().toISOString(),
-    machine: machine(),
-    load: { before: loadBefore, after: loadAfter },
-    database: { server: 'none (in-process)', version: null },
-    settings,
+    ...resultHeader('password', `password check: zxcvbn-ts on ${LENGTH}-character passwords vs their scrypt hash`,
+      { before: loadBefore, after: loadAfter }, { server: 'none (in-process)', version: null }, settings),
     figures,
     charts: [],
     notes: [

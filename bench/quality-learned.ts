@@ -18,7 +18,7 @@ import { upscaleImage } from '../src/tools/image/upscale.js';
 import { LumaNet } from '../src/tools/upscaler/luma-net.js';
 import type { Raster } from '../test/helpers/images.js';
 import { lumaPsnr, raw, sharpOf } from './lib/photos.js';
-import { figure, finish, loadNote, machine, table, type BenchResult, type Figure, runBench } from './lib/report.js';
+import { figure, finish, loadNote, resultHeader, table, type BenchResult, type Figure, runBench } from './lib/report.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const EVAL = path.resolve(ROOT, '..', 'shared', 'datasets', 'sr', 'eval');
@@ -132,13 +132,8 @@ async function main(): Promise<void> {
   const summaryTable = table(['set', 'input', 'images', 'Lanczos3 dB', 'learned dB', 'mean gain dB', 'worst gain dB (image)'], summary);
   process.stdout.write(`${summaryTable}\n`);
   const result: BenchResult = {
-    benchmark: 'quality-learned',
-    title: 'image_upscale learned vs Lanczos3 on BSD100, Set14 and Set5 (luma PSNR gain)',
-    at: new Date().toISOString(),
-    machine: machine(),
-    load: { before, after: loadNote() },
-    database: { server: 'none (no database involved)', version: null },
-    settings: { sets, variants: VARIANTS, model: modelPath ?? 'models/upscaler-x2.onnx', border: 4, floor_db: FLOOR_DB },
+    ...resultHeader('quality-learned', 'image_upscale learned vs Lanczos3 on BSD100, Set14 and Set5 (luma PSNR gain)',
+      { before, after: loadNote() }, { server: 'none (no database involved)', version: null }, { sets, variants: VARIANTS, model: modelPath ?? 'models/upscaler-x2.onnx', border: 4, floor_db: FLOOR_DB }),
     figures: missing
       ? [figure({ name: 'skipped', figure: 'learned vs Lanczos3', unit: 'dB', value: 0, notApplicable: `${EVAL} is absent (a clone without ../shared)` })]
       : figures,

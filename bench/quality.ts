@@ -17,7 +17,7 @@ import { upscaleImage } from '../src/tools/image/upscale.js';
 import type { Raster } from '../test/helpers/images.js';
 import { centredLanczos3 } from '../test/helpers/lanczos-reference.js';
 import { CROPS, cropAndReduce, lumaPsnr, raw, SIDE, sharpOf } from './lib/photos.js';
-import { figure, finish, loadNote, machine, table, type BenchResult, runBench } from './lib/report.js';
+import { figure, finish, loadNote, resultHeader, table, type BenchResult, runBench } from './lib/report.js';
 
 const TARGET_DB = 0.1;
 
@@ -71,13 +71,8 @@ async function main(): Promise<void> {
   process.stdout.write(`${psnrTable}\n`);
   const difference = mean(scores.tool) - mean(scores.reference);
   const result: BenchResult = {
-    benchmark: 'quality',
-    title: 'image_upscale against a textbook centred Lanczos3 on natural photographs (luma PSNR)',
-    at: new Date().toISOString(),
-    machine: machine(),
-    load: { before, after: loadNote() },
-    database: { server: 'none (no database involved)', version: null },
-    settings: { crops: CROPS.map((c) => `${c.name}: ${c.file} at ${c.at}`), side: SIDE, border: 4 },
+    ...resultHeader('quality', 'image_upscale against a textbook centred Lanczos3 on natural photographs (luma PSNR)',
+      { before, after: loadNote() }, { server: 'none (no database involved)', version: null }, { crops: CROPS.map((c) => `${c.name}: ${c.file} at ${c.at}`), side: SIDE, border: 4 }),
     figures: [
       figure({
         name: 'tool_minus_reference',

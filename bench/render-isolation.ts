@@ -25,7 +25,8 @@ import { Api, prepareTeam, type RunJson } from './lib/api.js';
 import { processTree, startAppChild, type AppChild } from './lib/app-children.js';
 import { loadTruth, serveSites, sitesMissing, type SiteServer } from './lib/brandkit-sites.js';
 import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
-import { figure, fmt, loadNote, machine, MIB, runBench, sleep, table, watchdog, writeResults, type BenchResult, type Figure } from './lib/report.js';
+import { figure, fmt, loadNote, MIB, resultHeader, runBench, sleep, table, watchdog, writeResults, type BenchResult, type Figure } from './lib/report.js';
+import { serviceEnv } from './lib/service.js';
 
 const browserPath = process.env.BENCH_BROWSER_PATH || '/usr/bin/chromium';
 const wanted = new Set((process.env.BENCH_PAGES || 'plain,bigtext,bighidden,globals,console,memory,sites').split(','));
@@ -216,18 +217,10 @@ async function main(): Promise<void> {
       sites = await serveSites(loadTruth());
       for (const [name, s] of sites) pages.push([name, `${s.url}/`]);
     }
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      DATABASE_URL: database.url,
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'error',
-      TOOLRUN_ENV: 'development',
-      TOOLRUN_DEMO_SEED: '0',
-      TOOLRUN_ALLOW_PRIVATE_NETWORK: '1',
-      TOOLRUN_DATA_DIR: path.join(dir, 'data'),
-      TOOLRUN_BROWSER_PATH: browserPath,
-      BENCH_WORKERS: 'all',
-    };
+    const env = serviceEnv({ dir }, database, {
+      logLevel: 'error',
+      set: { TOOLRUN_ALLOW_PRIVATE_NETWORK: '1', TOOLRUN_BROWSER_PATH: browserPath, BENCH_WORKERS: 'all' },
+    });
     const rows: Row[] = [];
     for (const [page, url] of pages) {
       if (!child || child.process.exitCode !== null || child.process.signalCode !== null) child = await startAppChild('api', env);
@@ -247,13 +240,8 @@ async function main(): Promise<void> {
     process.stdout.write(`\n${out}\n`);
     for (const r of rows) if (r.renderWarnings.length) process.stdout.write(`${r.page}: ${r.renderWarnings.join(' | ')}\n`);
     const result: BenchResult = {
-      benchmark: 'render-isolation',
-      title: 'brand_kit_extract render mode: the service process and the render tree, per page',
-      at: new Date().toISOString(),
-      machine: machine(),
-      load: { before: loadBefore, after: loadNote() },
-      database: { server: database.server, version: database.version },
-      settings: { browserPath, pages: pages.map(([p]) => p) },
+      ...resultHeader('render-isolation', 'brand_kit_extract render mode: the service process and the render tree, per page',
+        { before: loadBefore, after: loadNote() }, database, { browserPath, pages: pages.map(([p]) => p) }),
       figures: figuresOf(rows),
       charts: [],
       notes: [`Per page: the API process (VmHWM after a clear_refs reset), /healthz asked every 100 ms, the render's processes summed from /proc every 100 ms (RssAnon + RssShmem, and PSS):\n\n\`\`\`text\n${out}\n\`\`\``],

@@ -29,25 +29,27 @@
  * backlog of 1,000 runs drains, against B's on an idle system (one worker process with this
  * machine's default concurrency, A at its plan's limit), and how many of A's runs started first.
  *
+ * CPU per run (issue 37, bench/lib/run-cpu.ts): service and PostgreSQL CPU, statements and
+ * transactions per bench_noop run with the default slots, on a PostgreSQL server of its own, beside
+ * a no-op graphile-worker job on the same server (the anchor); BENCH_CPU_* there.
+ *
  * Environment: DATABASE_URL (else an embedded PostgreSQL), BENCH_PACED_RUNS (150), BENCH_PACE_MS
  * (40), BENCH_BURST_RUNS (300), BENCH_CLIENTS (8), BENCH_REAL_SECONDS (2), BENCH_REAL_ROUNDS (7),
  * BENCH_LOG_LEVEL (warn), BENCH_MAX_MINUTES (10), the BENCH_FAIR_* and BENCH_BUSY_MS of fairness.ts;
  * TOOLRUN_WORKER_CONCURRENCY passes through (not to the fairness worker, which keeps the default).
  */
-import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config/config.js';
-import { createLogger } from '../src/logger.js';
 import { Api, e2s, paced, pgBaselines, prepareTeam, RunNotifier, waitFinal, type RunTimes } from './lib/api.js';
 import { descendantsCpuSeconds, startAppChild, type AppChild } from './lib/app-children.js';
 import { NOOP_TOOL } from './lib/bench-tools.js';
-import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { fairSettings, measureFairness } from './lib/fairness.js';
 import { signedMs } from './lib/phases.js';
-import { compactSamples, envInt, envNum, figure, finish, fmt, loadNote, machine, median, pct, percentile, table, watchdog, type BenchResult, runBench, sayFailure } from './lib/report.js';
+import { compactSamples, envInt, envNum, figure, finish, fmt, loadNote, median, pct, percentile, resultHeader, table, type BenchResult, runBench } from './lib/report.js';
 import { realTool } from './lib/real-job.js';
+import { serviceEnv, withBenchService, type BenchService } from './lib/service.js';
+import { cpuFigures, cpuLines, measureCpu } from './lib/run-cpu-report.js';
 import { inFlight, procCpuSeconds } from './lib/upload-io.js';
 
 const P50_TARGET_MS = 20;
@@ -126,241 +128,205 @@ async function measureQueue(label: string, processes: string, api: Api, pool: pg
   };
 }
 
-async function main(): Promise<void> {
-  const logger = createLogger('warn');
-  const children: AppChild[] = [];
-  let database: BenchDatabase | null = null;
-  let pool: pg.Pool | null = null;
-  let notifier: RunNotifier | null = null;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-bench-runs-'));
-  let cleaning: Promise<void> | null = null;
-  const cleanup = () =>
-    (cleaning ??= (async () => {
-      for (const c of children) await c.stop().catch(() => undefined);
-      // Before the database is dropped (WITH FORCE): its LISTEN client would die of 57P01 unheard.
-      await notifier?.close().catch(() => undefined);
-      await pool?.end().catch(() => undefined);
-      await database?.teardown();
-      fs.rmSync(dir, { recursive: true, force: true });
-    })());
-  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
-  watchdog('runs', cleanup);
-  try {
-    const loadBefore = loadNote();
-    process.stdout.write(`setting up (${loadBefore.text})...\n`);
-    database = await setupBenchDatabase(logger);
-    const teamA = await prepareTeam(database.url, database.keyId, logger);
-    pool = new pg.Pool({ connectionString: database.url, max: 4 });
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      DATABASE_URL: database.url,
-      HOST: '127.0.0.1',
-      LOG_LEVEL: settings.apiLogLevel,
-      TOOLRUN_ENV: 'development',
-      TOOLRUN_DEMO_SEED: '0',
-      TOOLRUN_DATA_DIR: path.join(dir, 'data'),
-      BENCH_BUSY_MS: String(fair.busyMs),
-    };
-    const apiChild = await startAppChild('api', { ...env, BENCH_WORKERS: 'none' });
-    children.push(apiChild);
-    const api = new Api(apiChild.url, database.key);
-    const { notify, commit } = await pgBaselines(database.url, settings.baselineRounds);
+async function main(svc: BenchService): Promise<void> {
+  const { logger, dir } = svc;
+  const loadBefore = loadNote();
+  process.stdout.write(`setting up (${loadBefore.text})...\n`);
+  const database = await svc.database();
+  const teamA = await prepareTeam(database.url, database.keyId, logger);
+  const pool = svc.defer(new pg.Pool({ connectionString: database.url, max: 4 }), (p) => p.end());
+  const env = serviceEnv(svc, database, { logLevel: settings.apiLogLevel, set: { BENCH_BUSY_MS: String(fair.busyMs) } });
+  process.stdout.write('  CPU per run: Toolrun and graphile-worker on a PostgreSQL of its own...\n');
+  const cpu = await measureCpu(env, logger);
+  const apiChild = svc.child('api', await startAppChild('api', { ...env, BENCH_WORKERS: 'none' }));
+  const api = new Api(apiChild.url, database.key);
+  const { notify, commit } = await pgBaselines(database.url, settings.baselineRounds);
 
-    const queue: QueueResult[] = [];
-    queue.push(await measureQueue('serve (API + in-process workers)', '1', api, pool, () => apiChild.setWorkers('all')));
-    await apiChild.setWorkers('none');
-    const workers: AppChild[] = [];
-    for (const n of [1, 2]) {
-      while (workers.length < n) {
-        const w = await startAppChild('worker', { ...env, BENCH_WORKERS: 'none' });
-        children.push(w);
-        workers.push(w);
-      }
-      await Promise.all(workers.map((w) => w.setWorkers('none')));
-      queue.push(await measureQueue(`${n} worker process${n > 1 ? 'es' : ''} (API alone)`, `1+${n}`, api, pool, async () => {
-        await Promise.all(workers.map((w) => w.setWorkers('all')));
-      }));
+  const queue: QueueResult[] = [];
+  queue.push(await measureQueue('serve (API + in-process workers)', '1', api, pool, () => apiChild.setWorkers('all')));
+  await apiChild.setWorkers('none');
+  const workers: AppChild[] = [];
+  for (const n of [1, 2]) {
+    while (workers.length < n) {
+      workers.push(svc.child(`worker ${workers.length + 1}`, await startAppChild('worker', { ...env, BENCH_WORKERS: 'none' })));
     }
-    for (const w of workers) await w.stop();
-    // The worker as an operator would start it on this machine: default concurrency (cores - 1).
-    const { TOOLRUN_WORKER_CONCURRENCY: _concurrency, ...fairEnv } = env;
-    const fairConfig = loadConfig(fairEnv);
-    const fairSlots = fairConfig.workerConcurrency;
-    const aLimit = fairConfig.runs.teamConcurrency.pro;
-    const fairWorker = await startAppChild('worker', { ...fairEnv, BENCH_WORKERS: 'none' });
-    children.push(fairWorker);
-    const fairness = await measureFairness({
-      url: database.url, apiUrl: apiChild.url, aKey: database.key, aTeamId: teamA, worker: fairWorker, pool, logger,
-      settings: fair, slots: fairSlots, clients: settings.clients, timeoutMs: settings.timeoutMs,
-    });
-    await fairWorker.stop();
-    if (fairness.aQueued.atLastBQueued === 0) throw new Error(`team A's backlog was gone before B's last run was queued: raise BENCH_FAIR_BACKLOG or BENCH_BUSY_MS`);
-    process.stdout.write('  real tool: image_upscale, direct vs API...\n');
-    // A second API process as `toolrun serve` runs, with metrics (the worker's runner phase is read
-    // from them): the queue figures above were taken without that instrumentation.
-    const realChild = await startAppChild('api', { ...env, BENCH_WORKERS: 'all', TOOLRUN_METRICS_TOKEN: METRICS_TOKEN });
-    children.push(realChild);
-    const realApi = new Api(realChild.url, database.key);
-    notifier = new RunNotifier(database.url);
-    await notifier.start();
-    const real = await realTool(realApi, realChild, pool, notifier, dir, { ...settings, metricsToken: METRICS_TOKEN });
-    await notifier.close();
-    notifier = null;
-    realApi.close();
-    api.close();
-    const loadAfter = loadNote();
-    await cleanup();
-
-    const notifyP50 = percentile(notify, 50);
-    const queueRows = queue.map((q) => [
-      q.label, q.processes, fmt(q.paced.p50, 2), fmt(q.paced.p99, 2), fmt(q.paced.max, 1), `${fmt(q.paced.p50 / notifyP50, 1)}x`, fmt(q.paced.execP50, 1),
-      fmt(q.acceptPerS, 0), fmt(q.drainPerS, 0), fmt(q.e2ePerS, 0), fmt(q.e2ePerS / q.acceptPerS, 2), fmt(q.burstE2sP50, 0),
-      `${fmt(q.cpuMsPerRun.server, 1)} + ${fmt(q.cpuMsPerRun.client, 1)}`,
-    ]);
-    const fx = real.fixed;
-    const pt = real.parts;
-    const spread = (p: { min: number; max: number }) => `${signedMs(p.min)} .. ${signedMs(p.max)}`;
-    const m = real.median;
-    const lines = [
-      '',
-      `Queue, trivial tool ${NOOP_TOOL}: paced ${settings.pacedRuns} runs every ${settings.paceMs} ms; bursts of ${settings.burstRuns} from ${settings.clients} clients; worker concurrency ${settings.workerConcurrency}`,
-      table(
-        ['set-up', 'procs', 'e2s p50 ms', 'e2s p99 ms', 'max ms', 'vs NOTIFY', 'exec p50', 'accept/s', 'drain/s', 'e2e runs/s', 'e2e/accept', 'burst e2s p50', 'CPU ms/run'],
-        [
-          ['baseline: NOTIFY round trip', '-', fmt(notifyP50, 2), fmt(percentile(notify, 99), 2), fmt(Math.max(...notify), 1), '1.0x', '-', '-', '-', '-', '-', '-', '-'],
-          ['diag: one-row UPDATE commit', '-', fmt(percentile(commit, 50), 2), fmt(percentile(commit, 99), 2), fmt(Math.max(...commit), 1), '-', '-', '-', '-', '-', '-', '-', '-'],
-          ...queueRows,
-        ],
-      ),
-      `e2s = enqueue-to-start (runs.started_at - created_at); accept/s = starts the API took with no worker running (baseline);`,
-      `drain/s = that backlog worked off; e2e = a burst started and finished with the workers running;`,
-      `CPU ms/run (e2e burst) = server side (API + workers + ${database.server.startsWith('embedded') ? 'embedded PostgreSQL' : 'not PostgreSQL: DATABASE_URL'}) + this client.`,
-      '',
-      `Real tool: image_upscale, ${real.image}, ${settings.realRounds} paired rounds (calibration call ${fmt(real.calibrationMs, 0)} ms); ` +
-        'wall ms = median; vs direct ms = median of the per-round differences from direct (rounds min .. max)',
-      table(
-        ['path', 'wall ms', 'vs direct ms', 'rounds', '% of direct', 'CPU s', 'CPU vs direct'],
-        [
-          ['direct: the runner call, in the API process', fmt(m.direct, 0), '-', '-', '-', fmt(m.directCpu, 2), '-'],
-          ['API: created_at -> finished_at', fmt(m.created, 0), signedMs(fx.created.median), spread(fx.created), pct(fx.created.median / m.direct), fmt(m.apiCpu, 2), pct(m.apiCpu / m.directCpu - 1)],
-          ['  of which queue (created -> started)', fmt(m.queue, 1), '', '', ''],
-          ['  of which execution (started -> finished)', fmt(m.exec, 0), signedMs(fx.exec.median), spread(fx.exec), pct(fx.exec.median / m.direct)],
-          ['API: before POST -> NOTIFY of the final commit', fmt(m.client, 0), signedMs(fx.client.median), spread(fx.client), pct(fx.client.median / m.direct)],
-        ],
-      ),
-      `API - direct ms per round (side first): ${real.rounds.map((r) => `${signedMs(r.created - r.direct)} (${r.first})`).join(', ')}`,
-      `fixed cost per run = API interval - its own runner phase (same run), median: ${fmt(pt.engine, 0)} ms = queue ${fmt(pt.queue, 0)} + inputs ${fmt(pt.inputs, 0)} + ` +
-        `store ${fmt(pt.store, 0)} + rest ${fmt(pt.rest, 0)} (medians); runner phase - direct ${signedMs(pt.runnerDelta)} ms; after finished_at: commit ${fmt(pt.commit, 0)}, check ${fmt(pt.check, 0)} ms`,
-      `engine steps alone on the same job's output: check (the encoder's report against the file's header) ${fmt(real.steps.probeMs, 0)} ms, sha256 ${fmt(real.steps.sha256Ms, 0)} ms, ` +
-        `move into storage ${fmt(real.steps.moveMs, 0)} ms = ${pct((real.steps.probeMs + real.steps.sha256Ms + real.steps.moveMs) / m.direct)} of direct`,
-      `CPU s: the API process (with its ffmpeg/ffprobe children) from POST to the final commit, and over the direct call`,
-      '',
-      `Fairness: ${fairSlots} worker slot${fairSlots === 1 ? '' : 's'} (the default here), team A at its plan's limit of ${aLimit}, ${fair.backlog} bench_busy runs of ${fair.busyMs} ms; B ${fair.bRuns} runs every ${fair.bPaceMs} ms per phase`,
-      table(
-        ['team B', 'e2s p50 ms', 'e2s p99 ms'],
-        [
-          ['idle system', fmt(fairness.idle.p50, 2), fmt(fairness.idle.p99, 2)],
-          [`A's runs hold every slot, none queued (baseline)`, fmt(fairness.held.p50, 2), fmt(fairness.held.p99, 2)],
-          [`while A's backlog drains`, fmt(fairness.busy.p50, 2), fmt(fairness.busy.p99, 2)],
-        ],
-      ),
-      `A: ${fairness.aQueued.atLastBQueued} runs still queued when B's last run was queued, ${fairness.aQueued.atLastBStart} when it started; at most ${fairness.aPeakRunning} running at once; drained in ${fmt(fairness.aDrainS, 1)} s`,
-      `A's runs started while one of B's waited: p50 ${fairness.overtaken.p50}, max ${fairness.overtaken.max} (slots: ${fairSlots})`,
-      `load: before ${loadBefore.text}; after ${loadAfter.text}`,
-      '',
-    ];
-    process.stdout.write(lines.join('\n') + '\n');
-    const notifyBaseline = { label: 'bare NOTIFY round trip p50', value: notifyP50 };
-    const short = (q: QueueResult) => (q.processes === '1' ? 'serve' : `${q.processes.slice(2)}_workers`);
-    const result: BenchResult = {
-      benchmark: 'runs',
-      title: 'Runs: the PostgreSQL work queue (enqueue-to-start, throughput) and the engine around a real job',
-      at: new Date().toISOString(),
-      machine: machine(),
-      load: { before: loadBefore, after: loadAfter },
-      database: { server: database.server, version: database.version },
-      settings,
-      figures: [
-        ...queue.map((q) =>
-          figure({ name: `e2s_p50_${short(q)}`, figure: `enqueue-to-start p50, ${q.label}`, unit: 'ms', value: q.paced.p50, baseline: notifyBaseline,
-            target: { on: 'value', op: '<', limit: P50_TARGET_MS } }),
-        ),
-        ...queue.map((q) =>
-          figure({ name: `e2e_rate_${short(q)}`, figure: `runs started and finished per second, ${q.label}`, unit: 'runs/s', value: q.e2ePerS,
-            baseline: { label: 'starts the API took, no worker running', value: q.acceptPerS } }),
-        ),
-        figure({ name: 'engine_fixed_cost', figure: `image_upscale ${real.image}: fixed cost per run, API (created_at -> finished_at) - its own runner call`, unit: 'ms',
-          value: pt.engine, target: { on: 'value', op: '<', limit: FIXED_TARGET_MS },
-          note: `median of ${real.rounds.length} rounds; queue ${fmt(pt.queue, 0)}, inputs ${fmt(pt.inputs, 0)}, store ${fmt(pt.store, 0)}, rest ${fmt(pt.rest, 0)} ms` }),
-        figure({ name: 'fair_b_e2s_p50', figure: `team B's enqueue-to-start p50 while team A's backlog of ${fair.backlog} drains`, unit: 'ms',
-          value: fairness.busy.p50, baseline: { label: "team B's while A's runs hold every slot, none queued", value: fairness.held.p50 },
-          target: { on: 'ratio', op: '<=', limit: FAIR_TARGET },
-          note: `B on an idle system ${fmt(fairness.idle.p50, 2)} ms; ${fairSlots} slot${fairSlots === 1 ? '' : 's'} (default), A at its limit of ${aLimit}; ${fairness.aQueued.atLastBQueued} of A's runs still queued when B's last run was queued; A's peak running ${fairness.aPeakRunning}` }),
-        figure({ name: 'fair_b_overtaken_max', figure: "the most of team A's queued runs that started while one of team B's runs waited", unit: 'runs',
-          value: fairness.overtaken.max, target: { on: 'value', op: '<=', limit: fairSlots },
-          note: `p50 ${fairness.overtaken.p50}; at most one per slot when teams take turns` }),
-        figure({ name: 'engine_vs_direct', figure: 'diag: the same, API (created_at -> finished_at) - the runner called directly, paired rounds', unit: 'ms',
-          value: fx.created.median, note: `median of ${real.rounds.length} per-round differences, ${spread(fx.created)}; ${pct(fx.created.median / m.direct)} of the direct ` +
-            `${fmt(m.direct, 0)} ms job; runner in the API - direct ${signedMs(pt.runnerDelta)} ms; client's interval - direct ${signedMs(fx.client.median)} ms` }),
-      ],
-      charts: [
-        {
-          id: 'enqueue-to-start',
-          title: `Enqueue-to-start of ${settings.pacedRuns} paced ${NOOP_TOOL} runs, per set-up`,
-          unit: 'ms',
-          series: [
-            ...queue.map((q) => ({ label: q.label, role: 'measured' as const, samples: compactSamples(q.pacedE2sMs) })),
-            { label: 'NOTIFY round trip (pg_notify -> LISTENing client)', role: 'baseline', samples: compactSamples(notify) },
-          ],
-        },
-        {
-          id: 'fairness',
-          title: `Team B's enqueue-to-start with ${fairSlots} slot${fairSlots === 1 ? '' : 's'}: while team A's backlog of ${fair.backlog} drains, while A's runs hold every slot, idle`,
-          unit: 'ms',
-          series: [
-            { label: "while A's backlog drains", role: 'measured', samples: compactSamples(fairness.busy.samples) },
-            { label: "A's runs hold every slot, none queued", role: 'baseline', samples: compactSamples(fairness.held.samples) },
-            { label: 'idle system', role: 'measured', samples: compactSamples(fairness.idle.samples) },
-          ],
-        },
-        {
-          id: 'real-tool',
-          title: `image_upscale ${real.image}: API vs direct, per round`,
-          unit: 'ms',
-          series: [
-            { label: 'through the API (created_at -> finished_at)', role: 'measured', samples: real.rounds.map((r) => r.created) },
-            { label: 'runner called directly', role: 'baseline', samples: real.rounds.map((r) => r.direct) },
-          ],
-        },
-      ],
-      notes: [
-        `Queue: trivial tool ${NOOP_TOOL} (no inputs, no outputs); ${settings.pacedRuns} runs paced every ${settings.paceMs} ms to idle workers; ` +
-          `bursts of ${settings.burstRuns} starts from ${settings.clients} clients; worker concurrency ${settings.workerConcurrency}.`,
-        'Enqueue-to-start = runs.started_at - created_at (both PostgreSQL now()). Its baseline is a bare NOTIFY round trip, the floor ' +
-          'for a worker woken by LISTEN/NOTIFY; the target is on the value itself.',
-        `Throughput baseline: starts/s the API took with no worker running (the engine cannot finish runs faster than the API takes them).`,
-        `Real job: image_upscale sized to ~${settings.realSeconds} s here, uploaded once before the rounds; ${settings.realRounds} round(s), both sides back to back ` +
-          `alternating which goes first. Fixed cost per run = created_at -> finished_at minus the runner phase of the same run, median (target < ${FIXED_TARGET_MS} ms); ` +
-          'against the runner called directly, the median of the per-round differences (diag). ' +
-          `Queue part ${fmt(m.queue, 1)} ms, execution ${fmt(m.exec, 0)} ms (medians); engine output steps alone ${fmt(real.steps.probeMs + real.steps.sha256Ms + real.steps.moveMs, 0)} ms.`,
-      ],
-      details: {
-        notify_round_trip_ms: { p50: notifyP50, p99: percentile(notify, 99) },
-        commit_ms: { p50: percentile(commit, 50), p99: percentile(commit, 99) },
-        queue: queue.map(({ pacedE2sMs: _s, ...q }) => q),
-        fairness: { settings: { ...fair, slots: fairSlots, a_limit: aLimit }, overtaken: fairness.overtaken, idle: { p50: fairness.idle.p50, p99: fairness.idle.p99 },
-          held: { p50: fairness.held.p50, p99: fairness.held.p99 }, busy: { p50: fairness.busy.p50, p99: fairness.busy.p99 },
-          a_queued: fairness.aQueued, a_peak_running: fairness.aPeakRunning, a_drain_s: fairness.aDrainS },
-        real_tool: { tool: 'image_upscale', ...real, target: { fixed_ms: FIXED_TARGET_MS } },
-      },
-    };
-    finish(result);
-  } catch (err) {
-    sayFailure('runs', err);
-    throw err;
-  } finally {
-    await cleanup();
+    await Promise.all(workers.map((w) => w.setWorkers('none')));
+    queue.push(await measureQueue(`${n} worker process${n > 1 ? 'es' : ''} (API alone)`, `1+${n}`, api, pool, async () => {
+      await Promise.all(workers.map((w) => w.setWorkers('all')));
+    }));
   }
+  for (const w of workers) await w.stop();
+  // The worker as an operator would start it on this machine: default concurrency (cores - 1).
+  const { TOOLRUN_WORKER_CONCURRENCY: _concurrency, ...fairEnv } = env;
+  const fairConfig = loadConfig(fairEnv);
+  const fairSlots = fairConfig.workerConcurrency;
+  const aLimit = fairConfig.runs.teamConcurrency.pro;
+  const fairWorker = svc.child('fairness worker', await startAppChild('worker', { ...fairEnv, BENCH_WORKERS: 'none' }));
+  const fairness = await measureFairness({
+    url: database.url, apiUrl: apiChild.url, aKey: database.key, aTeamId: teamA, worker: fairWorker, pool, logger,
+    settings: fair, slots: fairSlots, clients: settings.clients, timeoutMs: settings.timeoutMs,
+  });
+  await fairWorker.stop();
+  if (fairness.aQueued.atLastBQueued === 0) throw new Error(`team A's backlog was gone before B's last run was queued: raise BENCH_FAIR_BACKLOG or BENCH_BUSY_MS`);
+  process.stdout.write('  real tool: image_upscale, direct vs API...\n');
+  // A second API process as `toolrun serve` runs, with metrics (the worker's runner phase is read
+  // from them): the queue figures above were taken without that instrumentation.
+  const realChild = svc.child('real-tool api', await startAppChild('api', { ...env, BENCH_WORKERS: 'all', TOOLRUN_METRICS_TOKEN: METRICS_TOKEN }));
+  const realApi = new Api(realChild.url, database.key);
+  // Closed before the database is dropped (WITH FORCE): its LISTEN client would die of 57P01 unheard.
+  const notifier = svc.defer(new RunNotifier(database.url), (n) => n.close());
+  await notifier.start();
+  const real = await realTool(realApi, realChild, pool, notifier, dir, { ...settings, metricsToken: METRICS_TOKEN });
+  realApi.close();
+  api.close();
+  const loadAfter = loadNote();
+  await svc.cleanup();
+
+  const notifyP50 = percentile(notify, 50);
+  const queueRows = queue.map((q) => [
+    q.label, q.processes, fmt(q.paced.p50, 2), fmt(q.paced.p99, 2), fmt(q.paced.max, 1), `${fmt(q.paced.p50 / notifyP50, 1)}x`, fmt(q.paced.execP50, 1),
+    fmt(q.acceptPerS, 0), fmt(q.drainPerS, 0), fmt(q.e2ePerS, 0), fmt(q.e2ePerS / q.acceptPerS, 2), fmt(q.burstE2sP50, 0),
+    `${fmt(q.cpuMsPerRun.server, 1)} + ${fmt(q.cpuMsPerRun.client, 1)}`,
+  ]);
+  const fx = real.fixed;
+  const pt = real.parts;
+  const spread = (p: { min: number; max: number }) => `${signedMs(p.min)} .. ${signedMs(p.max)}`;
+  const m = real.median;
+  const lines = [
+    '',
+    `Queue, trivial tool ${NOOP_TOOL}: paced ${settings.pacedRuns} runs every ${settings.paceMs} ms; bursts of ${settings.burstRuns} from ${settings.clients} clients; worker concurrency ${settings.workerConcurrency}`,
+    table(
+      ['set-up', 'procs', 'e2s p50 ms', 'e2s p99 ms', 'max ms', 'vs NOTIFY', 'exec p50', 'accept/s', 'drain/s', 'e2e runs/s', 'e2e/accept', 'burst e2s p50', 'CPU ms/run'],
+      [
+        ['baseline: NOTIFY round trip', '-', fmt(notifyP50, 2), fmt(percentile(notify, 99), 2), fmt(Math.max(...notify), 1), '1.0x', '-', '-', '-', '-', '-', '-', '-'],
+        ['diag: one-row UPDATE commit', '-', fmt(percentile(commit, 50), 2), fmt(percentile(commit, 99), 2), fmt(Math.max(...commit), 1), '-', '-', '-', '-', '-', '-', '-', '-'],
+        ...queueRows,
+      ],
+    ),
+    `e2s = enqueue-to-start (runs.started_at - created_at); accept/s = starts the API took with no worker running (baseline);`,
+    `drain/s = that backlog worked off; e2e = a burst started and finished with the workers running;`,
+    `CPU ms/run (e2e burst) = server side (API + workers + ${database.server.startsWith('embedded') ? 'embedded PostgreSQL' : 'not PostgreSQL: DATABASE_URL'}) + this client.`,
+    '',
+    `Real tool: image_upscale, ${real.image}, ${settings.realRounds} paired rounds (calibration call ${fmt(real.calibrationMs, 0)} ms); ` +
+      'wall ms = median; vs direct ms = median of the per-round differences from direct (rounds min .. max)',
+    table(
+      ['path', 'wall ms', 'vs direct ms', 'rounds', '% of direct', 'CPU s', 'CPU vs direct'],
+      [
+        ['direct: the runner call, in the API process', fmt(m.direct, 0), '-', '-', '-', fmt(m.directCpu, 2), '-'],
+        ['API: created_at -> finished_at', fmt(m.created, 0), signedMs(fx.created.median), spread(fx.created), pct(fx.created.median / m.direct), fmt(m.apiCpu, 2), pct(m.apiCpu / m.directCpu - 1)],
+        ['  of which queue (created -> started)', fmt(m.queue, 1), '', '', ''],
+        ['  of which execution (started -> finished)', fmt(m.exec, 0), signedMs(fx.exec.median), spread(fx.exec), pct(fx.exec.median / m.direct)],
+        ['API: before POST -> NOTIFY of the final commit', fmt(m.client, 0), signedMs(fx.client.median), spread(fx.client), pct(fx.client.median / m.direct)],
+      ],
+    ),
+    `API - direct ms per round (side first): ${real.rounds.map((r) => `${signedMs(r.created - r.direct)} (${r.first})`).join(', ')}`,
+    `fixed cost per run = API interval - its own runner phase (same run), median: ${fmt(pt.engine, 0)} ms = queue ${fmt(pt.queue, 0)} + inputs ${fmt(pt.inputs, 0)} + ` +
+      `store ${fmt(pt.store, 0)} + rest ${fmt(pt.rest, 0)} (medians); runner phase - direct ${signedMs(pt.runnerDelta)} ms; after finished_at: commit ${fmt(pt.commit, 0)}, check ${fmt(pt.check, 0)} ms`,
+    `engine steps alone on the same job's output: check (the encoder's report against the file's header) ${fmt(real.steps.probeMs, 0)} ms, sha256 ${fmt(real.steps.sha256Ms, 0)} ms, ` +
+      `move into storage ${fmt(real.steps.moveMs, 0)} ms = ${pct((real.steps.probeMs + real.steps.sha256Ms + real.steps.moveMs) / m.direct)} of direct`,
+    `CPU s: the API process (with its ffmpeg/ffprobe children) from POST to the final commit, and over the direct call`,
+    '',
+    `Fairness: ${fairSlots} worker slot${fairSlots === 1 ? '' : 's'} (the default here), team A at its plan's limit of ${aLimit}, ${fair.backlog} bench_busy runs of ${fair.busyMs} ms; B ${fair.bRuns} runs every ${fair.bPaceMs} ms per phase`,
+    table(
+      ['team B', 'e2s p50 ms', 'e2s p99 ms'],
+      [
+        ['idle system', fmt(fairness.idle.p50, 2), fmt(fairness.idle.p99, 2)],
+        [`A's runs hold every slot, none queued (baseline)`, fmt(fairness.held.p50, 2), fmt(fairness.held.p99, 2)],
+        [`while A's backlog drains`, fmt(fairness.busy.p50, 2), fmt(fairness.busy.p99, 2)],
+      ],
+    ),
+    `A: ${fairness.aQueued.atLastBQueued} runs still queued when B's last run was queued, ${fairness.aQueued.atLastBStart} when it started; at most ${fairness.aPeakRunning} running at once; drained in ${fmt(fairness.aDrainS, 1)} s`,
+    `A's runs started while one of B's waited: p50 ${fairness.overtaken.p50}, max ${fairness.overtaken.max} (slots: ${fairSlots})`,
+    '',
+    ...cpuLines(cpu),
+    `load: before ${loadBefore.text}; after ${loadAfter.text}`,
+    '',
+  ];
+  process.stdout.write(lines.join('\n') + '\n');
+  const notifyBaseline = { label: 'bare NOTIFY round trip p50', value: notifyP50 };
+  const short = (q: QueueResult) => (q.processes === '1' ? 'serve' : `${q.processes.slice(2)}_workers`);
+  const result: BenchResult = {
+    ...resultHeader('runs', 'Runs: the PostgreSQL work queue (enqueue-to-start, throughput) and the engine around a real job', { before: loadBefore, after: loadAfter }, database, settings),
+    figures: [
+      ...queue.map((q) =>
+        figure({ name: `e2s_p50_${short(q)}`, figure: `enqueue-to-start p50, ${q.label}`, unit: 'ms', value: q.paced.p50, baseline: notifyBaseline,
+          target: { on: 'value', op: '<', limit: P50_TARGET_MS } }),
+      ),
+      ...queue.map((q) =>
+        figure({ name: `e2e_rate_${short(q)}`, figure: `runs started and finished per second, ${q.label}`, unit: 'runs/s', value: q.e2ePerS,
+          baseline: { label: 'starts the API took, no worker running', value: q.acceptPerS } }),
+      ),
+      figure({ name: 'engine_fixed_cost', figure: `image_upscale ${real.image}: fixed cost per run, API (created_at -> finished_at) - its own runner call`, unit: 'ms',
+        value: pt.engine, target: { on: 'value', op: '<', limit: FIXED_TARGET_MS },
+        note: `median of ${real.rounds.length} rounds; queue ${fmt(pt.queue, 0)}, inputs ${fmt(pt.inputs, 0)}, store ${fmt(pt.store, 0)}, rest ${fmt(pt.rest, 0)} ms` }),
+      figure({ name: 'fair_b_e2s_p50', figure: `team B's enqueue-to-start p50 while team A's backlog of ${fair.backlog} drains`, unit: 'ms',
+        value: fairness.busy.p50, baseline: { label: "team B's while A's runs hold every slot, none queued", value: fairness.held.p50 },
+        target: { on: 'ratio', op: '<=', limit: FAIR_TARGET },
+        note: `B on an idle system ${fmt(fairness.idle.p50, 2)} ms; ${fairSlots} slot${fairSlots === 1 ? '' : 's'} (default), A at its limit of ${aLimit}; ${fairness.aQueued.atLastBQueued} of A's runs still queued when B's last run was queued; A's peak running ${fairness.aPeakRunning}` }),
+      figure({ name: 'fair_b_overtaken_max', figure: "the most of team A's queued runs that started while one of team B's runs waited", unit: 'runs',
+        value: fairness.overtaken.max, target: { on: 'value', op: '<=', limit: fairSlots },
+        note: `p50 ${fairness.overtaken.p50}; at most one per slot when teams take turns` }),
+      ...cpuFigures(cpu),
+      figure({ name: 'engine_vs_direct', figure: 'diag: the same, API (created_at -> finished_at) - the runner called directly, paired rounds', unit: 'ms',
+        value: fx.created.median, note: `median of ${real.rounds.length} per-round differences, ${spread(fx.created)}; ${pct(fx.created.median / m.direct)} of the direct ` +
+          `${fmt(m.direct, 0)} ms job; runner in the API - direct ${signedMs(pt.runnerDelta)} ms; client's interval - direct ${signedMs(fx.client.median)} ms` }),
+    ],
+    charts: [
+      {
+        id: 'enqueue-to-start',
+        title: `Enqueue-to-start of ${settings.pacedRuns} paced ${NOOP_TOOL} runs, per set-up`,
+        unit: 'ms',
+        series: [
+          ...queue.map((q) => ({ label: q.label, role: 'measured' as const, samples: compactSamples(q.pacedE2sMs) })),
+          { label: 'NOTIFY round trip (pg_notify -> LISTENing client)', role: 'baseline', samples: compactSamples(notify) },
+        ],
+      },
+      {
+        id: 'fairness',
+        title: `Team B's enqueue-to-start with ${fairSlots} slot${fairSlots === 1 ? '' : 's'}: while team A's backlog of ${fair.backlog} drains, while A's runs hold every slot, idle`,
+        unit: 'ms',
+        series: [
+          { label: "while A's backlog drains", role: 'measured', samples: compactSamples(fairness.busy.samples) },
+          { label: "A's runs hold every slot, none queued", role: 'baseline', samples: compactSamples(fairness.held.samples) },
+          { label: 'idle system', role: 'measured', samples: compactSamples(fairness.idle.samples) },
+        ],
+      },
+      {
+        id: 'real-tool',
+        title: `image_upscale ${real.image}: API vs direct, per round`,
+        unit: 'ms',
+        series: [
+          { label: 'through the API (created_at -> finished_at)', role: 'measured', samples: real.rounds.map((r) => r.created) },
+          { label: 'runner called directly', role: 'baseline', samples: real.rounds.map((r) => r.direct) },
+        ],
+      },
+    ],
+    notes: [
+      `CPU per run (issue 37): ${cpu.settings.runs} ${NOOP_TOOL} runs over ${cpu.settings.teams} teams, ${cpu.settings.inFlight} starts in flight, ` +
+        `${cpu.settings.slots} slot(s), on a PostgreSQL of the benchmark's own (pg_stat_statements preloaded), against ${cpu.settings.runs} no-op ` +
+        'graphile-worker jobs on the same server in the same run; the machine\'s load weighs on both alike, so the ratio is the figure to compare.',
+      `Queue: trivial tool ${NOOP_TOOL} (no inputs, no outputs); ${settings.pacedRuns} runs paced every ${settings.paceMs} ms to idle workers; ` +
+        `bursts of ${settings.burstRuns} starts from ${settings.clients} clients; worker concurrency ${settings.workerConcurrency}.`,
+      'Enqueue-to-start = runs.started_at - created_at (both PostgreSQL now()). Its baseline is a bare NOTIFY round trip, the floor ' +
+        'for a worker woken by LISTEN/NOTIFY; the target is on the value itself.',
+      `Throughput baseline: starts/s the API took with no worker running (the engine cannot finish runs faster than the API takes them).`,
+      `Real job: image_upscale sized to ~${settings.realSeconds} s here, uploaded once before the rounds; ${settings.realRounds} round(s), both sides back to back ` +
+        `alternating which goes first. Fixed cost per run = created_at -> finished_at minus the runner phase of the same run, median (target < ${FIXED_TARGET_MS} ms); ` +
+        'against the runner called directly, the median of the per-round differences (diag). ' +
+        `Queue part ${fmt(m.queue, 1)} ms, execution ${fmt(m.exec, 0)} ms (medians); engine output steps alone ${fmt(real.steps.probeMs + real.steps.sha256Ms + real.steps.moveMs, 0)} ms.`,
+    ],
+    details: {
+      notify_round_trip_ms: { p50: notifyP50, p99: percentile(notify, 99) },
+      commit_ms: { p50: percentile(commit, 50), p99: percentile(commit, 99) },
+      queue: queue.map(({ pacedE2sMs: _s, ...q }) => q),
+      fairness: { settings: { ...fair, slots: fairSlots, a_limit: aLimit }, overtaken: fairness.overtaken, idle: { p50: fairness.idle.p50, p99: fairness.idle.p99 },
+        held: { p50: fairness.held.p50, p99: fairness.held.p99 }, busy: { p50: fairness.busy.p50, p99: fairness.busy.p99 },
+        a_queued: fairness.aQueued, a_peak_running: fairness.aPeakRunning, a_drain_s: fairness.aDrainS },
+      real_tool: { tool: 'image_upscale', ...real, target: { fixed_ms: FIXED_TARGET_MS } },
+      cpu_per_run: cpu,
+    },
+  };
+  finish(result);
 }
 
-runBench('runs', main);
+runBench('runs', () => withBenchService('runs', {}, main));

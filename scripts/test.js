@@ -30,11 +30,43 @@ function findTests(dir) {
   return out.sort();
 }
 
-const filter = process.argv.slice(2);
+/** Per-file time (the sum of its top-level tests) from the file-times reporter, slowest first. */
+function slowestFiles(file, n) {
+  let lines = [];
+  try {
+    lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return '# no per-file timings (the reporter wrote none)';
+  }
+  const byFile = new Map();
+  for (const line of lines) {
+    const { file: f, ms } = JSON.parse(line);
+    const key = f ? path.relative(root, f) : '(unknown file)';
+    byFile.set(key, (byFile.get(key) ?? 0) + ms);
+  }
+  const rows = [...byFile].map(([f, ms]) => ({ f, ms })).sort((a, b) => b.ms - a.ms);
+  const total = rows.reduce((s, r) => s + r.ms, 0);
+  return [
+    `# ${rows.length} files, ${(total / 1000).toFixed(0)} s of tests summed; the slowest:`,
+    ...rows.slice(0, n).map((r) => `#   ${(r.ms / 1000).toFixed(1).padStart(7)} s  ${r.f}`),
+  ].join('\n');
+}
+
+// `npm test -- a b` runs the files whose path contains a or b; `!c` leaves out those containing c
+// (alone: every file but those). Matched against the path from the repository
+// (test/me.test.ts), not the absolute one: a checkout under /home/me/ must not make
+// `npm test -- me` match every file.
+const args = process.argv.slice(2);
+const filter = args.filter((a) => !a.startsWith('!'));
+const excluded = args.filter((a) => a.startsWith('!')).map((a) => a.slice(1));
+const repoPath = (f) => path.relative(root, f).split(path.sep).join('/');
 let files = findTests(path.join(root, 'test'));
-// Matched against the path from the repository (test/me.test.ts), not the absolute one: a
-// checkout under /home/me/ must not make `npm test -- me` match every file.
-if (filter.length) files = files.filter((f) => filter.some((x) => path.relative(root, f).split(path.sep).join('/').includes(x)));
+if (filter.length) files = files.filter((f) => filter.some((x) => repoPath(f).includes(x)));
+if (excluded.length) files = files.filter((f) => !excluded.some((x) => repoPath(f).includes(x)));
+if (!files.length) {
+  console.error(`npm test: no test file matches ${args.join(' ')}`);
+  process.exit(1);
+}
 
 let adminUrl = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || '';
 let embedded = null;
@@ -77,13 +109,23 @@ const env = {
 };
 delete env.DATABASE_URL;
 const concurrency = process.env.TEST_CONCURRENCY || '2';
+const timesFile = path.join(logDir, 'file-times.jsonl');
 const child = spawn(
   process.execPath,
-  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+  [
+    '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`,
+    '--test-reporter=spec', '--test-reporter-destination=stdout',
+    // A second, machine-readable copy: the slowest files are named after the run, so CI time
+    // stays something one can see and act on.
+    `--test-reporter=${path.join(root, 'scripts/file-times-reporter.mjs')}`, `--test-reporter-destination=${timesFile}`,
+    ...files,
+  ],
   { stdio: 'inherit', env, cwd: root },
 );
 const testsCode = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
 
+console.log(slowestFiles(timesFile, 12));
+fs.rmSync(timesFile, { force: true });
 const scan = scanLogDir(logDir);
 console.log(`# log scan: ${scan.files} log files, ${(scan.bytes / 1048576).toFixed(1)} MiB, ${scan.findings.length} credentials found`);
 if (scan.findings.length) {

@@ -86,7 +86,7 @@ async function silently(sql: string, values: unknown[]): Promise<void> {
 
 async function listenerPids(): Promise<number[]> {
   const { rows } = await database.db.pool.query<{ pid: number }>(
-    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'toolrun-auth-listen' ORDER BY pid",
+    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'toolrun-api-listen' ORDER BY pid",
   );
   return rows.map((r) => r.pid);
 }

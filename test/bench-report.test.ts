@@ -6,9 +6,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import type { MachineInfo } from '../bench/lib/machine.js';
+import { conditionsBetween, cpuCounters, type CpuCounters, type MachineInfo } from '../bench/lib/machine.js';
 import { renderMarkdown, writeReport, type BenchOutcome, type ReportInput } from '../bench/lib/markdown.js';
-import { compactSamples, figure, type BenchResult, type LoadNote } from '../bench/lib/report.js';
+import { compactSamples, figure, figuresTable, loadNote, type BenchResult, type LoadNote } from '../bench/lib/report.js';
 import { benchEnv, BENCHES, readResult } from '../bench/lib/suite.js';
 import { curve, renderChart, xAxis, type Chart } from '../bench/lib/svg.js';
 
@@ -300,6 +300,57 @@ describe('benchmark report', () => {
     assert.deepEqual(readResult(empty), { error: 'empty.json has no readable figure' });
   });
 
+  test('a figure with per-round ratios reports their spread in the report, the console and the results file', () => {
+    const f = figure({ name: 'up', figure: 'upload', unit: 'MB/s', value: 58, baseline: { label: 'write + MD5', value: 100 },
+      target: { on: 'ratio', op: '>=', limit: 0.5 }, roundRatios: [0.61, 0.55, 0.58, 0.6, 0.57] });
+    assert.deepEqual(f.spread, { of: 'ratio', n: 5, min: 0.55, q1: 0.57, median: 0.58, q3: 0.6, max: 0.61 });
+    const v = figure({ name: 'fixed', figure: 'fixed cost', unit: 'ms', value: 37, roundValues: [36, 37, 104] });
+    assert.equal(v.spread?.of, 'value');
+    assert.equal(figure({ name: 'one', figure: 'one round', unit: 'ms', value: 1, roundValues: [1] }).spread, undefined, 'one round has no spread');
+
+    const r = { ...httpResult(), figures: [f, v] };
+    const md = renderMarkdown({ ...input(), benches: [{ ...outcomes()[0]!, result: r }] });
+    assert.ok(md.includes('| upload | 58.0 MB/s | 100 MB/s (write + MD5) | 0.580 (0.550-0.610 over 5 rounds, middle half 0.570-0.600) | ratio ≥ 0.5 | **PASS** |'), md);
+    assert.ok(md.includes('| fixed cost | 37.0 ms (36.0-104 over 3 rounds) | - | - |'), md);
+    assert.match(figuresTable([f]), /0\.580 \(0\.550-0\.610 over 5 rounds/);
+
+    const file = path.join(tmp, 'spread.json');
+    fs.writeFileSync(file, JSON.stringify(r));
+    const read = readResult(file);
+    assert.ok('result' in read);
+    assert.deepEqual(read.result.figures, r.figures);
+  });
+
+  test('each section reports steal time and CPU pressure between its two load notes', () => {
+    const at = (ms: number, steal: number, total: number, psi: number | null): CpuCounters => ({ at: ms, stealTicks: steal, totalTicks: total, pressureSomeUs: psi });
+    // 10 s; 2000 ticks of which 100 stolen; some task waited 2.5 s.
+    assert.deepEqual(conditionsBetween(at(1_000, 50, 10_000, 7_000_000), at(11_000, 150, 12_000, 9_500_000)), { seconds: 10, stealPct: 5, cpuPressurePct: 25 });
+    assert.equal(conditionsBetween(at(1_000, 0, 1, null), at(2_000, 0, 2, null))?.cpuPressurePct, null);
+    assert.equal(conditionsBetween(null, at(2_000, 0, 2, null)), null);
+
+    const withCounters = (note: LoadNote, c: CpuCounters): LoadNote => ({ ...note, counters: c });
+    const r = { ...httpResult(), load: { before: withCounters(load(0.5), at(0, 0, 10_000, 0)), after: withCounters(load(1.5), at(60_000, 240, 22_000, 30_000_000)) } };
+    const md = renderMarkdown({ ...input(), benches: [{ ...outcomes()[0]!, result: r }] });
+    assert.ok(md.includes('over the 60 s measured: steal 2.0% of CPU time, some task waited for a CPU 50.0% of the time (PSI)'), md);
+    // Results written before the counters existed say so instead of inventing a figure.
+    const old = renderMarkdown({ ...input(), benches: [{ ...outcomes()[0]!, result: httpResult() }] });
+    assert.ok(old.includes('machine conditions not recorded'));
+    const file = path.join(tmp, 'conditions.json');
+    fs.writeFileSync(file, JSON.stringify(r));
+    const read = readResult(file);
+    assert.ok('result' in read);
+    assert.deepEqual(read.result.load, r.load);
+  });
+
+  test('the counters come from this machine\'s /proc: ticks move forward, steal within them', () => {
+    const a = cpuCounters();
+    const note = loadNote();
+    assert.ok(a && note.counters, 'Linux has /proc/stat');
+    assert.ok(note.counters.totalTicks >= a.totalTicks && a.totalTicks > 0);
+    assert.ok(a.stealTicks >= 0 && a.stealTicks <= a.totalTicks);
+    if (fs.existsSync('/proc/pressure/cpu')) assert.equal(typeof a.pressureSomeUs, 'number');
+  });
+
   test('--quick adds each benchmark\'s short settings without overriding the environment', () => {
     const http = BENCHES.find((b) => b.name === 'http');
     assert.ok(http);
@@ -311,7 +362,7 @@ describe('benchmark report', () => {
     assert.deepEqual(benchEnv(http, false, { PATH: '/bin' }), { PATH: '/bin' });
     assert.deepEqual(
       BENCHES.map((b) => b.name),
-      ['http', 'upload', 'upload-s3', 'runs', 'tools', 'quality', 'quality-learned', 'video-learned', 'upscale-speed', 'webhooks', 'keys', 'brandkit', 'render-isolation', 'password', 'containers'],
+      ['http', 'upload', 'upload-s3', 'runs', 'tools', 'quality', 'quality-learned', 'video-learned', 'upscale-speed', 'webhooks', 'keys', 'brandkit', 'render-isolation', 'password', 'scale', 'retention', 'containers'],
     );
     for (const b of BENCHES) assert.equal(b.script, `bench/${b.name}.ts`);
   });

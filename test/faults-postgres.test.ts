@@ -243,11 +243,11 @@ describe('PostgreSQL outages under traffic', { concurrency: 1, timeout: 400_000 
     const slowest = slowestAround(all, stopping, restarting);
     t.diagnostic(`${all.filter((x) => x.status === 503).length} answers 503 of ${all.length}; slowest around the outage ${slowest} ms`);
     assert.ok(slowest < STOPPED_ANSWER_BOUND_MS, `every request around the outage was answered within ${STOPPED_ANSWER_BOUND_MS} ms (slowest ${slowest} ms)`);
-    // The workers' LISTEN connection came back by itself.
+    // The process's one LISTEN connection (the API's and the worker's) came back by itself.
     await waitFor(
-      'the run worker to LISTEN again',
+      'the process to LISTEN again',
       async () => {
-        const { rows } = await s.database.db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'toolrun-worker-listen' AND query ILIKE 'LISTEN%'`);
+        const { rows } = await s.database.db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'toolrun-listen' AND query ILIKE 'LISTEN%'`);
         return rows.length ? true : undefined;
       },
       30_000,

@@ -83,6 +83,11 @@ async function restartCase(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
   const first = await serve(env);
   let second: CliProcess | null = null;
   try {
+    // API, run worker and webhook worker listen on the process's one connection (src/db/listen.ts).
+    const listening = await database.db.pool.query<{ application_name: string }>(
+      `SELECT application_name FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'`,
+    );
+    assert.deepEqual(listening.rows.map((r) => r.application_name), ['toolrun-api-listen']);
     const endpoint = await api<{ id: string; signing_secret: string }>(url, team.key, 'POST', '/v1/webhook-endpoints', { url: receiver.url() });
     assert.equal(endpoint.status, 201, JSON.stringify(endpoint.body));
     const fileId = await uploadReadyFile(url, team.key, png, 'a.png', 'image/png');

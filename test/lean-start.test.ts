@@ -141,8 +141,9 @@ describe('what a toolrun process loads, and when', () => {
       const finished = await waitFor(
         'the image_upscale run to finish',
         async () => {
-          const run = await api<RunJson>(s.url, team.key, 'GET', `/v1/runs/${started.body.id}`);
-          return ['succeeded', 'failed', 'cancelled'].includes(run.body.status) ? run.body : null;
+          const run = await api<RunJson>(s.url, team.key, 'GET', `/v1/runs/${started.body.id}`, undefined, { prefer: 'wait=10' });
+          assert.equal(run.status, 200, JSON.stringify(run.body));
+          return ['succeeded', 'failed', 'canceled'].includes(run.body.status) ? run.body : null;
         },
         60_000,
       );

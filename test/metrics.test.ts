@@ -278,11 +278,10 @@ describe('GET /metrics: figures', () => {
       tools,
       media: resolveMediaBinaries(),
       logger: testLogger('silent'),
-      connectionString: database.url,
       concurrency: 2,
       metrics: s.metrics,
     });
-    const webhooks = new WebhookWorker({ config: s.config, db: database.db, logger: testLogger('silent'), connectionString: database.url, metrics: s.metrics });
+    const webhooks = new WebhookWorker({ config: s.config, db: database.db, logger: testLogger('silent'), metrics: s.metrics });
     await worker.start();
     await webhooks.start();
     try {

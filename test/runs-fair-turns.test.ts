@@ -5,7 +5,7 @@
 // is read from runs.started_at (the claim's commit); every wait is on state in PostgreSQL.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { FAIR_ORDER, TAKE } from '../src/runs/claim.js';
+import { nestedPlans, planNodes } from '../bench/lib/nested-plans.js';
 import { counts, peak, recordPeaks, setLimit, startMany, startOrder } from './helpers/fair.js';
 import { engineSuite, FINAL, TeamClient, waitFor, type Engine } from './helpers/runs-harness.js';
 import { killWorkerProcesses, WorkerProcess } from './helpers/worker-processes.js';
@@ -23,11 +23,6 @@ async function allFinal(e: Engine, runIds: string[], timeoutMs = 60_000): Promis
   );
 }
 
-/** Every node of an EXPLAIN (FORMAT JSON) plan, depth first. */
-function planNodes(node: Record<string, unknown>): Record<string, unknown>[] {
-  const children = (node.Plans as Record<string, unknown>[] | undefined) ?? [];
-  return [node, ...children.flatMap(planNodes)];
-}
 
 engineSuite('fair scheduling: round robin between teams', (e) => {
   test("one slot: B's one run, queued after A's backlog, starts after at most one of A's runs", async () => {
@@ -110,12 +105,16 @@ engineSuite('fair scheduling: round robin between teams', (e) => {
         }
       }
       await client.query('ANALYZE runs');
-      const explain = async (sql: string, params: unknown[]) => {
-        const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: Record<string, unknown> }] }>(`EXPLAIN (FORMAT JSON) ${sql}`, params);
-        return planNodes(rows[0]!['QUERY PLAN'][0].Plan);
+      // The claim is one PL/pgSQL function (migration 0025): the plans of the statements it runs,
+      // the fair order and the take, as it ran them (the take is rolled back with the rest).
+      const plans = await nestedPlans(client, 'SELECT id FROM toolrun_claim_queued($1::text, $2::integer, 1, 2, 4, 8, 8)', ['explain', 60]);
+      const find = (what: string, re: RegExp) => {
+        const found = plans.find((p) => re.test(p.query));
+        assert.ok(found, `the claim ran the ${what} (ran: ${plans.map((p) => p.query.trim().slice(0, 60)).join(' | ')})`);
+        return planNodes(found.plan);
       };
-      const order = await explain(FAIR_ORDER, [1, 2, 4, 8, 8]);
-      const take = await explain(TAKE, ['explain', 60, teams[0]!.team.teamId, 4]);
+      const order = find('fair order', /queued_teams/);
+      const take = find('take', /^\s*UPDATE runs SET status = 'running'/);
       for (const [what, nodes] of [['fair order', order], ['take', take]] as const) {
         const seq = nodes.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'runs');
         assert.deepEqual(seq, [], `the ${what} never scans runs whole`);

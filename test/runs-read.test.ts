@@ -6,7 +6,7 @@ import { ledgerDrift } from '../src/sparks/ledger.js';
 import { assertError } from './helpers/error-envelope.js';
 import { makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { makePng } from './helpers/media.js';
-import { assertFieldErrors, call, getRun, runOf, sparksOnMe, start, uploadReady, type RunJson } from './helpers/runs.js';
+import { assertFieldErrors, call, finalRun, getRun, runOf, sparksOnMe, start, uploadReady, type RunJson } from './helpers/runs.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { testRegistry } from './helpers/test-tools.js';
 import { startTestWorker, waitFor } from './helpers/worker.js';
@@ -43,12 +43,7 @@ async function assertRefused(res: Response, code: string): Promise<void> {
   assert.equal(body.error.request_id, res.headers.get('x-request-id'));
 }
 
-async function finalRun(key: string, id: string): Promise<RunJson> {
-  return waitFor(`run ${id} to finish`, async () => {
-    const r = (await getRun(s, key, id)).json<RunJson>();
-    return ['succeeded', 'failed', 'canceled'].includes(r.status) ? r : undefined;
-  });
-}
+const finished = (key: string, id: string): Promise<RunJson> => finalRun(s, key, id);
 
 before(async () => {
   s = await startTestServer({ tools, env: { TOOLRUN_WORKER_POLL_MS: '200', TOOLRUN_DOWNLOAD_URL_TTL_SECONDS: '10' } });
@@ -66,10 +61,10 @@ before(async () => {
       b1: runOf(await start(s, b.key, 'test_copy', { inputs: { image: [bFile] } })),
       aFailed: runOf(await start(s, a.key, 'test_copy', { inputs: { image: [aFile], mode: 'fail' } })),
     };
-    runs.a1 = await finalRun(a.key, started.a1.id);
-    runs.a2 = await finalRun(a.key, started.a2.id);
-    runs.b1 = await finalRun(b.key, started.b1.id);
-    runs.aFailed = await finalRun(a.key, started.aFailed.id);
+    runs.a1 = await finished(a.key, started.a1.id);
+    runs.a2 = await finished(a.key, started.a2.id);
+    runs.b1 = await finished(b.key, started.b1.id);
+    runs.aFailed = await finished(a.key, started.aFailed.id);
     await waitFor('the outputs to be checked', async () => {
       const { rows } = await db().pool.query<{ n: number }>("SELECT count(*)::integer AS n FROM run_outputs WHERE status = 'checking'");
       return rows[0]?.n === 0 ? true : undefined;

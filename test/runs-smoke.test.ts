@@ -61,7 +61,7 @@ describe('runs: the whole path through a real worker', () => {
     assert.ok(me.sparks_available === 97, `hold visible at once: ${me.sparks_available}`);
 
     const done = await waitFor('run to finish', async () => {
-      const r = (await (await api('GET', `/v1/runs/${run.id}`)).json()) as RunBody;
+      const r = (await (await api('GET', `/v1/runs/${run.id}`, undefined, { prefer: 'wait=10' })).json()) as RunBody;
       return ['succeeded', 'failed', 'canceled'].includes(r.status) ? r : undefined;
     });
     assert.equal(done.status, 'succeeded', done.error ?? '');
@@ -98,7 +98,7 @@ describe('runs: the whole path through a real worker', () => {
     const start = await api('POST', '/v1/tools/test_copy/runs', { inputs: { image: [fileId], mode: 'fail' } });
     const run = (await start.json()) as RunBody;
     const done = await waitFor('run to fail', async () => {
-      const r = (await (await api('GET', `/v1/runs/${run.id}`)).json()) as RunBody;
+      const r = (await (await api('GET', `/v1/runs/${run.id}`, undefined, { prefer: 'wait=10' })).json()) as RunBody;
       return r.status === 'failed' ? r : undefined;
     });
     assert.equal(done.error, 'The test tool was asked to fail.');

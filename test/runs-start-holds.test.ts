@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ledgerDrift } from '../src/sparks/ledger.js';
 import { assertError } from './helpers/error-envelope.js';
-import { makeTeam, type TeamFixture } from './helpers/fixtures.js';
+import { makeTeam } from './helpers/fixtures.js';
 import { makeMp4, makePng } from './helpers/media.js';
-import { estimate, getRun, runOf, sparksOnMe, start, teamState, uploadReady, type EstimateJson, type RunJson } from './helpers/runs.js';
+import { estimate, finalRun, runOf, sparksOnMe, start, teamState, uploadReady, type EstimateJson, type RunJson } from './helpers/runs.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { testRegistry } from './helpers/test-tools.js';
-import { startTestWorker, waitFor } from './helpers/worker.js';
+import { startTestWorker } from './helpers/worker.js';
 
 /** Prices and holds: estimate writes nothing and equals the run's cost; holds never overdraw. */
 
@@ -83,10 +83,7 @@ describe('estimate', () => {
 
     const worker = await startTestWorker(s, tools);
     try {
-      const done = await waitFor('the run to finish', async () => {
-        const r = (await getRun(s, team.key, run.id)).json<RunJson>();
-        return ['succeeded', 'failed', 'canceled'].includes(r.status) ? r : undefined;
-      });
+      const done = await finalRun(s, team.key, run.id);
       assert.equal(done.status, 'succeeded', done.error ?? '');
       assert.equal(done.cost_sparks, est.sparks);
       assert.equal(done.outputs.length, 2);

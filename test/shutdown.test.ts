@@ -274,7 +274,6 @@ describe('graceful shutdown', () => {
         tools: createToolRegistry(),
         media: resolveMediaBinaries(),
         logger,
-        connectionString: database.url,
         concurrency: 1,
         metrics,
       });

@@ -54,10 +54,10 @@ class Api {
     await this.s?.close();
   }
 
-  call(method: string, url: string, body?: unknown): Promise<Response> {
+  call(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
     return fetch(`${this.s.url}${url}`, {
       method,
-      headers: { ...bearer(this.team.key), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: { ...bearer(this.team.key), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   }
@@ -70,8 +70,9 @@ class Api {
     const start = await this.call('POST', '/v1/tools/brand_kit_extract/runs', { inputs });
     assert.equal(start.status, 202, await start.clone().text());
     const run = (await start.json()) as RunBody;
+    // Prefer: wait, so a slow run is a few requests, not the key's whole minute of them.
     return waitFor(`run ${run.id} to finish`, async () => {
-      const r = (await (await this.call('GET', `/v1/runs/${run.id}`)).json()) as RunBody;
+      const r = (await (await this.call('GET', `/v1/runs/${run.id}`, undefined, { prefer: 'wait=10' })).json()) as RunBody;
       return ['succeeded', 'failed', 'canceled'].includes(r.status) ? r : undefined;
     });
   }

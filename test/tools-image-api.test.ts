@@ -10,9 +10,9 @@ import { createToolRegistry } from '../src/tools/registry.js';
 import { makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { redOverBlue, slot } from './helpers/image-tools.js';
 import { colourful, decode, encode } from './helpers/images.js';
-import { assertFieldErrors, call, estimate, runOf, start, uploadReady, type EstimateJson, type RunJson } from './helpers/runs.js';
+import { assertFieldErrors, estimate, finalRun, readyOutputUrl, runOf, start, uploadReady, type EstimateJson, type RunJson } from './helpers/runs.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
-import { startTestWorker, waitFor } from './helpers/worker.js';
+import { startTestWorker } from './helpers/worker.js';
 
 describe('through the API and a real worker', () => {
   let s: TestServer;
@@ -38,19 +38,11 @@ describe('through the API and a real worker', () => {
     assert.equal(est.statusCode, 200, est.body);
     const sparks = est.json<EstimateJson>().sparks;
     const started = runOf(await start(s, team.key, tool, { inputs }));
-    const run = await waitFor(`${tool} run`, async () => {
-      const r = (await call(s, team.key, 'GET', `/v1/runs/${started.id}`)).json<Run>();
-      return ['succeeded', 'failed', 'canceled'].includes(r.status) ? r : undefined;
-    }, 60_000);
+    const run = (await finalRun(s, team.key, started.id)) as Run;
     assert.equal(run.status, 'succeeded', run.error ?? '');
     assert.equal(run.cost_sparks, sparks);
     assert.equal(run.outputs.length, 1);
-    const url = await waitFor('output check', async () => {
-      const r = await call(s, team.key, 'GET', `/v1/runs/${run.id}/outputs/${run.outputs[0]!.asset_id}/url`);
-      if (r.statusCode === 409) return undefined;
-      assert.equal(r.statusCode, 200, r.body);
-      return r.json<{ url: string }>().url;
-    });
+    const url = await readyOutputUrl(s, team.key, run.id, run.outputs[0]!.asset_id);
     const dl = await fetch(url);
     assert.equal(dl.status, 200);
     return { run, bytes: Buffer.from(await dl.arrayBuffer()) };

@@ -14,10 +14,10 @@ import sharp, { type Sharp } from 'sharp';
 import { resolveMediaBinaries } from '../src/media/binaries.js';
 import type { RunWorker } from '../src/runs/worker.js';
 import { makeTeam, type TeamFixture } from './helpers/fixtures.js';
-import { assertFieldErrors, call, estimate, getRun, runOf, start, uploadReady, type EstimateJson, type RunJson } from './helpers/runs.js';
+import { assertFieldErrors, call, estimate, finalRun, runOf, start, uploadReady, type EstimateJson } from './helpers/runs.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { testRegistry } from './helpers/test-tools.js';
-import { startTestWorker, waitFor } from './helpers/worker.js';
+import { startTestWorker } from './helpers/worker.js';
 
 const media = resolveMediaBinaries();
 const tools = testRegistry();
@@ -106,15 +106,7 @@ async function holdAndCharge(tool: string, inputs: Record<string, unknown>, spar
     assert.equal(res.statusCode, 200, res.body);
     return;
   }
-  await waitFor(
-    `the ${tool} run`,
-    async () => {
-      const r = (await getRun(s, team.key, run.id)).json<RunJson>();
-      return ['succeeded', 'failed', 'canceled'].includes(r.status) ? r : undefined;
-    },
-    120_000,
-  );
-  const done = (await getRun(s, team.key, run.id)).json<RunJson>();
+  const done = await finalRun(s, team.key, run.id);
   assert.equal(done.status, 'succeeded', done.error ?? '');
   assert.equal(done.cost_sparks, sparks);
   assert.deepEqual(await ledgerOf(run.id), { hold: -sparks, release: sparks, charge: -sparks });

@@ -101,6 +101,7 @@ export class RunNotifier {
   private readonly client: pg.Client;
   private readonly seen = new Map<string, number>();
   private readonly waiters = new Map<string, (at: number) => void>();
+  private closing: Promise<void> | null = null;
 
   constructor(url: string) {
     this.client = new pg.Client({ connectionString: url, application_name: 'toolrun-bench-notify' });
@@ -131,8 +132,9 @@ export class RunNotifier {
     });
   }
 
+  /** Ends the listening connection; later calls wait for the same end (a bench's clean-up may call it again). */
   close(): Promise<void> {
-    return this.client.end();
+    return (this.closing ??= this.client.end());
   }
 }
 

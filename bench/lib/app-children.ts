@@ -40,30 +40,44 @@ export interface Child<P extends Message, C extends Message> {
   /** The next message of this type (an 'error' message or an exit rejects). */
   next<T extends C['type']>(type: T, timeoutMs: number): Promise<Extract<C, { type: T }>>;
   stop(): Promise<void>;
+  /** The end of what it wrote (stdout and stderr, interleaved as they came), for a failure report. */
+  logTail(): string;
 }
+
+/** How much of a child's output is kept for a failure report (bench/lib/service.ts prints the last lines). */
+const LOG_TAIL_BYTES = 16 * 1024;
 
 /**
  * Forks bench/<entry> through tsx with IPC; `stop` sends {type:'stop'} and kills it after 15 s.
  * BENCH_CHILD_NODE_ARGS adds node flags to every child (space-separated), for a look inside one:
  * `--cpu-prof --cpu-prof-dir=/tmp/prof` profiles each (node refuses --cpu-prof in NODE_OPTIONS).
- * `wrapper` is a command line node runs under (valgrind and its options).
+ * `wrapper` is a command line node runs under (valgrind and its options); `nodeArgs`, node flags
+ * of this child alone.
  */
 export function forkChild<P extends Message, C extends Message>(
   entry: string,
   args: string[],
   env: NodeJS.ProcessEnv,
-  opts: { wrapper?: string[] } = {},
+  opts: { wrapper?: string[]; nodeArgs?: string[] } = {},
 ): Child<P, C> {
   const extra = (process.env.BENCH_CHILD_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const nodeArgs = ['--import', 'tsx', ...extra];
+  const nodeArgs = ['--import', 'tsx', ...(opts.nodeArgs ?? []), ...extra];
   // A wrapper (valgrind) runs node itself; the IPC channel's descriptor and variable pass through it.
   const [wrapperBin, ...wrapperArgs] = opts.wrapper ?? [];
   const child = fork(path.join(BENCH_DIR, entry), args, {
     ...(wrapperBin ? { execPath: wrapperBin } : {}),
     execArgv: wrapperBin ? [...wrapperArgs, process.execPath, ...nodeArgs] : nodeArgs,
     env,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    // Piped, passed through as it comes and the end of it kept: a failed bench shows what its children said last.
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
+  let tail = '';
+  const keep = (to: NodeJS.WriteStream) => (chunk: Buffer) => {
+    to.write(chunk);
+    tail = (tail + chunk.toString('utf8')).slice(-LOG_TAIL_BYTES);
+  };
+  child.stdout?.on('data', keep(process.stdout));
+  child.stderr?.on('data', keep(process.stderr));
   const next = <T extends C['type']>(type: T, timeoutMs: number) =>
     new Promise<Extract<C, { type: T }>>((resolve, reject) => {
       const timer = setTimeout(() => done(new Error(`no "${type}" message from ${entry} in ${timeoutMs} ms`)), timeoutMs);
@@ -87,6 +101,7 @@ export function forkChild<P extends Message, C extends Message>(
     process: child,
     send: (m) => child.send(m),
     next,
+    logTail: () => tail,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -158,15 +173,24 @@ export function processTree(pid: number): number[] {
 
 export const treeRssBytes = (pid: number) => processTree(pid).reduce((n, p) => n + (procRssBytes(p) ?? 0), 0);
 
-/** CPU seconds of a process: its own (all threads) plus its waited-for children's (utime, stime, cutime, cstime). */
-export function cpuWithChildren(pid: number): number {
+/**
+ * CPU seconds of a process from /proc/<pid>/stat: its own (all threads: utime + stime) and its
+ * waited-for children's (cutime + cstime); zeros for a process that is gone.
+ */
+export function procCpu(pid: number): { own: number; reaped: number } {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return [11, 12, 13, 14].reduce((n, i) => n + Number(f[i]), 0) / 100;
+    return { own: (Number(f[11]) + Number(f[12])) / 100, reaped: (Number(f[13]) + Number(f[14])) / 100 };
   } catch {
-    return 0;
+    return { own: 0, reaped: 0 };
   }
+}
+
+/** CPU seconds of a process: its own (all threads) plus its waited-for children's. */
+export function cpuWithChildren(pid: number): number {
+  const { own, reaped } = procCpu(pid);
+  return own + reaped;
 }
 
 /**
@@ -175,15 +199,7 @@ export function cpuWithChildren(pid: number): number {
  * tree starts or ends in between, except reaped ones, whose time moves to their parent's account.
  */
 export function descendantsCpuSeconds(root: number): number {
-  const own = (() => {
-    try {
-      const stat = fs.readFileSync(`/proc/${root}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return (Number(f[11]) + Number(f[12])) / 100;
-    } catch {
-      return 0;
-    }
-  })();
+  const own = procCpu(root).own;
   return processTree(root).reduce((n, p) => n + cpuWithChildren(p), 0) - own;
 }
 

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ChildMessage, ParentMessage } from '../server.js';
 import { forkChild } from './app-children.js';
+import { serviceEnv } from './service.js';
 import { procRssBytes } from './upload-io.js';
 
 export interface ServerChild {
@@ -17,6 +18,8 @@ export interface ServerChild {
   /** V8 heap in use, as the child reports it. */
   heapUsed(): Promise<number>;
   stop(): Promise<void>;
+  /** The end of what it wrote, for a failure report. */
+  logTail(): string;
 }
 
 /** Forks bench/server.ts in one mode and waits until it listens. */
@@ -24,9 +27,9 @@ export async function startServerChild(
   name: string,
   mode: 'api' | 'bare',
   env: NodeJS.ProcessEnv,
-  opts: { wrapper?: string[]; readyTimeoutMs?: number } = {},
+  opts: { wrapper?: string[]; nodeArgs?: string[]; readyTimeoutMs?: number } = {},
 ): Promise<ServerChild> {
-  const child = forkChild<ParentMessage, ChildMessage>('server.ts', [mode], env, opts.wrapper ? { wrapper: opts.wrapper } : {});
+  const child = forkChild<ParentMessage, ChildMessage>('server.ts', [mode], env, { ...(opts.wrapper ? { wrapper: opts.wrapper } : {}), ...(opts.nodeArgs ? { nodeArgs: opts.nodeArgs } : {}) });
   const { url } = await child.next('ready', opts.readyTimeoutMs ?? 60_000).catch((err: unknown) => {
     child.process.kill('SIGKILL');
     throw err;
@@ -47,6 +50,7 @@ export async function startServerChild(
       return (await report()).heapUsed;
     },
     stop: () => child.stop(),
+    logTail: () => child.logTail(),
   };
 }
 
@@ -58,17 +62,9 @@ export function startApiChild(
   databaseUrl: string,
   logLevel: string,
   env: NodeJS.ProcessEnv = {},
-  opts: { wrapper?: string[]; readyTimeoutMs?: number } = {},
+  opts: { wrapper?: string[]; nodeArgs?: string[]; readyTimeoutMs?: number } = {},
 ): Promise<ServerChild> {
-  return startServerChild('api', 'api', {
-    ...process.env,
-    DATABASE_URL: databaseUrl,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: logLevel,
-    TOOLRUN_ENV: 'development',
-    TOOLRUN_DEMO_SEED: '0',
-    TOOLRUN_DATA_DIR: path.join(os.tmpdir(), 'toolrun-bench-unused'),
-    ...env,
-  }, opts);
+  // No bench directory to hand: a fixed data directory, which a caller that stores files replaces.
+  const dataDir = path.join(os.tmpdir(), 'toolrun-bench-unused');
+  return startServerChild('api', 'api', serviceEnv({ dir: os.tmpdir() }, { url: databaseUrl }, { logLevel, dataDir, set: { PORT: '0', ...env } }), opts);
 }

@@ -52,11 +52,12 @@ async function adminQuery(url: string, sql: string): Promise<void> {
  * CHECK on api_keys.rate_limit_per_minute is dropped and the key gets a limit of 10^9 a minute:
  * the authentication + token-bucket UPDATE still runs on every request, it just never says no.
  */
-export async function setupBenchDatabase(logger: Logger): Promise<BenchDatabase> {
+export async function setupBenchDatabase(logger: Logger, opts: { adminUrl?: string; server?: string } = {}): Promise<BenchDatabase> {
   let embedded: EmbeddedPostgres | null = null;
   let tmp: string | null = null;
-  let adminUrl = process.env.DATABASE_URL ?? '';
-  const server = adminUrl ? 'DATABASE_URL' : 'embedded PostgreSQL (temp dir)';
+  // opts.adminUrl: a server the caller runs (and stops); only the database is made and dropped here.
+  let adminUrl = opts.adminUrl ?? process.env.DATABASE_URL ?? '';
+  const server = opts.adminUrl ? (opts.server ?? 'the caller\'s server') : adminUrl ? 'DATABASE_URL' : 'embedded PostgreSQL (temp dir)';
   if (!adminUrl) {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-bench-'));
     fs.chmodSync(tmp, 0o755); // as root, postgres runs as an unprivileged user that must reach it

@@ -17,7 +17,20 @@ export const instructionSettings = () => ({
   warmup: envInt('BENCH_CG_WARMUP', 20_000, 0),
   windows: envInt('BENCH_CG_WINDOWS', 8, 1),
   requests: envInt('BENCH_CG_REQUESTS', 2_000, 1),
+  /** Node flags of both servers under callgrind (the same for both), space-separated. */
+  nodeArgs: (process.env.BENCH_CG_NODE_ARGS ?? '').split(' ').filter(Boolean),
 });
+
+/**
+ * Under callgrind a request takes ~50 ms, not ~0.1: the service's clocks see 20 requests a second
+ * where it would see thousands. Two of its time-based choices would then run per request far more
+ * often than at any real rate, and how often would follow the machine's speed (issue 37: the count
+ * moved from run to run and machine to machine): a key's reserved tokens lapse after a second
+ * (TOOLRUN_RATE_RESERVATION_MS), so each second costs a take from PostgreSQL instead of one per
+ * 100 requests, and a cached key is read again after 5 s (TOOLRUN_KEY_CACHE_MAX_AGE_MS). Both are
+ * set to a minute for the count, so a take happens every 100 requests as it does at full speed.
+ */
+export const CALLGRIND_API_ENV: NodeJS.ProcessEnv = { TOOLRUN_RATE_RESERVATION_MS: '60000', TOOLRUN_KEY_CACHE_MAX_AGE_MS: '60000' };
 export type InstructionSettings = ReturnType<typeof instructionSettings>;
 
 export interface CountedTarget {
@@ -60,8 +73,8 @@ export async function countInstructions(opts: {
   const children: ServerChild[] = [];
   try {
     const [api, bare] = await Promise.all([
-      startApiChild(opts.databaseUrl, opts.logLevel, { BENCH_API_WORKERS: '0' }, { wrapper: cgApi.wrapper, readyTimeoutMs: 600_000 }),
-      startServerChild('bare', 'bare', { ...process.env, BENCH_BODY: opts.meBody }, { wrapper: cgBare.wrapper, readyTimeoutMs: 600_000 }),
+      startApiChild(opts.databaseUrl, opts.logLevel, { BENCH_API_WORKERS: '0', ...CALLGRIND_API_ENV }, { wrapper: cgApi.wrapper, nodeArgs: opts.settings.nodeArgs, readyTimeoutMs: 600_000 }),
+      startServerChild('bare', 'bare', { ...process.env, BENCH_BODY: opts.meBody }, { wrapper: cgBare.wrapper, nodeArgs: opts.settings.nodeArgs, readyTimeoutMs: 600_000 }),
     ]);
     children.push(api, bare);
     const nothing = async () => undefined;

@@ -100,3 +100,84 @@ export async function machineInfo(): Promise<MachineInfo> {
     ffmpeg: ffmpeg?.replace(/ Copyright.*$/, '').trim() || UNKNOWN,
   };
 }
+
+/**
+ * Counters the kernel keeps for the whole machine, read at the start and at the end of a
+ * measurement (issue 37): the CPU time the hypervisor gave other guests while this one wanted it
+ * (steal, /proc/stat) and the time some task here waited for a CPU (PSI, /proc/pressure/cpu, "some"
+ * total in µs). Their deltas tell a slower machine, or a busier one, from a slower Toolrun.
+ */
+export interface CpuCounters {
+  /** Date.now() when read. */
+  at: number;
+  /** /proc/stat's first line: steal ticks, and all ticks (user .. steal). */
+  stealTicks: number;
+  totalTicks: number;
+  /** /proc/pressure/cpu "some" total, µs; null without PSI (kernel < 4.20, or turned off). */
+  pressureSomeUs: number | null;
+}
+
+export function cpuCounters(): CpuCounters | null {
+  let stat = '';
+  try {
+    stat = fs.readFileSync('/proc/stat', 'utf8');
+  } catch {
+    return null; // not Linux
+  }
+  // cpu  user nice system idle iowait irq softirq steal guest guest_nice (guest time is in user already)
+  const ticks = (/^cpu\s+(.*)$/m.exec(stat)?.[1] ?? '').split(/\s+/).slice(0, 8).map(Number);
+  if (ticks.length < 8 || ticks.some((t) => !Number.isFinite(t))) return null;
+  let pressureSomeUs: number | null = null;
+  try {
+    const m = /^some .*total=(\d+)/m.exec(fs.readFileSync('/proc/pressure/cpu', 'utf8'));
+    if (m?.[1]) pressureSomeUs = Number(m[1]);
+  } catch {
+    // no PSI here
+  }
+  return { at: Date.now(), stealTicks: ticks[7] ?? 0, totalTicks: ticks.reduce((a, b) => a + b, 0), pressureSomeUs };
+}
+
+/** What the machine was like between two readings. */
+export interface Conditions {
+  seconds: number;
+  /** Steal over all CPU time, %; null when the kernel counts none (no reading). */
+  stealPct: number | null;
+  /** Share of the wall time some task waited for a CPU, %; null without PSI. */
+  cpuPressurePct: number | null;
+}
+
+export function conditionsBetween(a: CpuCounters | null | undefined, b: CpuCounters | null | undefined): Conditions | null {
+  if (!a || !b || b.at <= a.at) return null;
+  const ticks = b.totalTicks - a.totalTicks;
+  const wallUs = (b.at - a.at) * 1000;
+  return {
+    seconds: (b.at - a.at) / 1000,
+    stealPct: ticks > 0 ? (100 * (b.stealTicks - a.stealTicks)) / ticks : null,
+    cpuPressurePct: a.pressureSomeUs !== null && b.pressureSomeUs !== null ? Math.min(100, (100 * (b.pressureSomeUs - a.pressureSomeUs)) / wallUs) : null,
+  };
+}
+
+export function conditionsText(c: Conditions | null): string {
+  if (!c) return 'machine conditions not recorded';
+  const pressure = c.cpuPressurePct === null ? 'CPU pressure not available (no PSI)' : `some task waited for a CPU ${c.cpuPressurePct.toFixed(1)}% of the time (PSI)`;
+  const steal = c.stealPct === null ? 'steal not counted' : `steal ${c.stealPct.toFixed(1)}% of CPU time`;
+  return `over the ${Math.round(c.seconds)} s measured: ${steal}, ${pressure}`;
+}
+
+/**
+ * How long a binary takes to start and exit (`-version`), median of `n`, and its version line: a
+ * dynamically linked ffprobe (Debian's links 215 libraries) spends tens of ms in the loader before
+ * it reads a byte, and the engine runs one per video output (issue 37).
+ */
+export async function startCost(bin: string, n = 7): Promise<{ bin: string; version: string; ms: number }> {
+  const times: number[] = [];
+  let version = UNKNOWN;
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const line = await firstLine(bin, ['-version']);
+    times.push(performance.now() - t0);
+    if (line) version = line.replace(/ Copyright.*$/, '').trim();
+  }
+  times.sort((a, b) => a - b);
+  return { bin, version, ms: times[Math.floor(times.length / 2)] ?? Number.NaN };
+}

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { MachineInfo } from './machine.js';
-import { allPass, fmt, fmtAuto, fmtRatio, targetText, verdict, type BenchResult, type Figure, type LoadNote } from './report.js';
+import { allPass, fmt, fmtAuto, fmtRatio, machineConditionsText, spreadText, targetText, verdict, type BenchResult, type Figure, type LoadNote } from './report.js';
 import { renderChart, type Chart } from './svg.js';
 
 export type BenchStatus = 'ok' | 'failed' | 'missing' | 'skipped';
@@ -61,9 +61,9 @@ export function resultCell(f: Figure): string {
 export function figureRow(f: Figure): string {
   return row([
     f.figure,
-    withUnit(f.value, f.unit),
+    withUnit(f.value, f.unit) + (f.spread?.of === 'value' ? ` (${spreadText(f.spread)})` : ''),
     f.baseline ? `${withUnit(f.baseline.value, f.unit)} (${f.baseline.label})` : '-',
-    fmtRatio(f.ratio),
+    fmtRatio(f.ratio) + (f.spread?.of === 'ratio' ? ` (${spreadText(f.spread)})` : ''),
     targetText(f.target, f.unit),
     resultCell(f),
   ]);
@@ -97,6 +97,7 @@ function machineSection(input: ReportInput): string[] {
     row(['ffmpeg', m.ffmpeg]),
     row(['Load before', input.load.before.text]),
     row(['Load after', input.load.after.text]),
+    row(['Conditions', machineConditionsText(input.load)]),
     row(['Date', input.generatedAt]),
     '',
   ];
@@ -136,7 +137,7 @@ export function benchSection(b: BenchOutcome, chartDir: string): string[] {
   const r = b.result;
   lines.push(
     `\`${b.script}\`${ran} on ${r.machine.cpu}, ${r.machine.cpus} cores; database: ${r.database.server}${r.database.version ? ` (PostgreSQL ${r.database.version})` : ''}; ` +
-      `load before ${r.load.before.loadavg.join(', ')}, after ${r.load.after.loadavg.join(', ')}.`,
+      `load before ${r.load.before.loadavg.join(', ')}, after ${r.load.after.loadavg.join(', ')}; ${machineConditionsText(r.load)}.`,
     '',
     row(['figure', 'value', 'baseline (same run)', 'ratio', 'target', 'result']),
     '|---|---:|---|---:|---|---|',

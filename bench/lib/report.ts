@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuModel } from './machine.js';
+import { conditionsBetween, conditionsText, cpuCounters, cpuModel, type Conditions, type CpuCounters } from './machine.js';
 import type { Chart } from './svg.js';
 import { machineLoad } from './upload-io.js';
 
@@ -82,17 +82,30 @@ export interface LoadNote {
   loadavg: number[];
   cpuPressure10s: number | null;
   text: string;
+  /** Steal and CPU-pressure counters (absent in results written before issue 37). */
+  counters?: CpuCounters | null;
 }
 
-/** Load averages (as `uptime` prints them) and CPU pressure: other work on the machine skews wall times. */
+/**
+ * Load averages (as `uptime` prints them) and CPU pressure: other work on the machine skews wall
+ * times. Every bench takes one before and one after its measurement (BenchResult.load); the
+ * counters between the two give the conditions its section reports (machineConditions).
+ */
 export function loadNote(): LoadNote {
   const loadavg = os.loadavg().map((x) => Number(x.toFixed(2)));
   const { cpuPressure10s } = machineLoad();
   const text =
     `load average ${loadavg.join(', ')} on ${os.availableParallelism()} CPUs` +
     (cpuPressure10s === null ? '' : `, CPU pressure (some, 10 s) ${cpuPressure10s.toFixed(1)}%`);
-  return { loadavg, cpuPressure10s, text };
+  return { loadavg, cpuPressure10s, text, counters: cpuCounters() };
 }
+
+/** Steal time and CPU pressure between a result's two load notes (null for older results). */
+export function machineConditions(load: { before: LoadNote; after: LoadNote }): Conditions | null {
+  return conditionsBetween(load.before.counters, load.after.counters);
+}
+
+export const machineConditionsText = (load: { before: LoadNote; after: LoadNote }) => conditionsText(machineConditions(load));
 
 /** The machine a result was measured on; `cpu` names the CPU (each section of the report says it). */
 export function machine(): { node: string; cpus: number; platform: string; memory_bytes: number; cpu: string } {
@@ -124,6 +137,33 @@ export interface Figure {
   /** null: no target, or the target does not apply this time (see note). */
   pass: boolean | null;
   note?: string;
+  /** How the ratio (or, without a baseline, the value) varied over the bench's rounds. */
+  spread?: Spread;
+}
+
+/** Order statistics of one figure's per-round ratios or values (issue 37: a ratio says how much it moved). */
+export interface Spread {
+  of: 'ratio' | 'value';
+  n: number;
+  min: number;
+  q1: number;
+  median: number;
+  q3: number;
+  max: number;
+}
+
+export function spreadOf(of: Spread['of'], xs: number[]): Spread | undefined {
+  const v = xs.filter(Number.isFinite);
+  if (v.length < 2) return undefined;
+  return { of, n: v.length, min: Math.min(...v), q1: percentile(v, 25), median: median(v), q3: percentile(v, 75), max: Math.max(...v) };
+}
+
+/** "0.55-0.61 over 5 rounds": the range, and the middle half once there are enough rounds for one. */
+export function spreadText(sp: Spread | undefined): string {
+  if (!sp) return '';
+  const f = sp.of === 'ratio' ? fmtRatio : fmtAuto;
+  const iqr = sp.n >= 5 ? `, middle half ${f(sp.q1)}-${f(sp.q3)}` : '';
+  return `${f(sp.min)}-${f(sp.max)} over ${sp.n} rounds${iqr}`;
 }
 
 export interface BenchResult {
@@ -140,6 +180,24 @@ export interface BenchResult {
   notes: string[];
   /** The benchmark's own detailed numbers, kept for diagnosis. */
   details: unknown;
+}
+
+/** The fields every result opens with, in the order the results files have always had them. */
+export type ResultHeader = Pick<BenchResult, 'benchmark' | 'title' | 'at' | 'machine' | 'load' | 'database' | 'settings'>;
+
+/**
+ * A result's header, stamped now on this machine. Only the database's server and version are
+ * copied: a bench database also carries its URL, key and clean-up, none of which belongs in a
+ * results file.
+ */
+export function resultHeader(
+  benchmark: string,
+  title: string,
+  load: BenchResult['load'],
+  database: BenchResult['database'],
+  settings: BenchResult['settings'],
+): ResultHeader {
+  return { benchmark, title, at: new Date().toISOString(), machine: machine(), load, database: { server: database.server, version: database.version }, settings };
 }
 
 export function meets(x: number, op: Comparison, limit: number): boolean {
@@ -162,6 +220,10 @@ export function figure(f: {
   invalid?: string | null;
   notApplicable?: string | null;
   note?: string;
+  /** Each round's ratio (value / baseline of that round): reported as the figure's spread. */
+  roundRatios?: number[];
+  /** Each round's value, for a figure without a baseline (with one, roundRatios says more). */
+  roundValues?: number[];
 }): Figure {
   const baseline = f.baseline ?? null;
   const ratio = baseline && baseline.value !== 0 && Number.isFinite(baseline.value) ? f.value / baseline.value : null;
@@ -169,7 +231,8 @@ export function figure(f: {
   let pass: boolean | null = null;
   if (target && !f.notApplicable) pass = !f.invalid && meets(target.on === 'ratio' ? (ratio ?? Number.NaN) : f.value, target.op, target.limit);
   const note = [f.invalid, f.notApplicable, f.note].filter(Boolean).join('; ');
-  return { name: f.name, figure: f.figure, unit: f.unit, value: f.value, baseline, ratio, target, pass, ...(note ? { note } : {}) };
+  const spread = f.roundRatios ? spreadOf('ratio', f.roundRatios) : f.roundValues ? spreadOf('value', f.roundValues) : undefined;
+  return { name: f.name, figure: f.figure, unit: f.unit, value: f.value, baseline, ratio, target, pass, ...(note ? { note } : {}), ...(spread ? { spread } : {}) };
 }
 
 /** "ratio >= 0.50", "< 20 ms": how the report and the console print a target. */
@@ -188,9 +251,9 @@ export function figuresTable(figures: Figure[]): string {
     ['figure', 'value', 'baseline (same run)', 'ratio', 'target', 'result'],
     figures.map((f) => [
       f.figure,
-      `${fmtAuto(f.value)} ${f.unit}`,
+      `${fmtAuto(f.value)} ${f.unit}${f.spread?.of === 'value' ? ` (${spreadText(f.spread)})` : ''}`,
       f.baseline ? `${f.baseline.label}: ${fmtAuto(f.baseline.value)}` : '-',
-      fmtRatio(f.ratio),
+      `${fmtRatio(f.ratio)}${f.spread?.of === 'ratio' ? ` (${spreadText(f.spread)})` : ''}`,
       targetText(f.target, f.unit),
       verdict(f) + (f.note ? ` (${f.note})` : ''),
     ]),
@@ -217,7 +280,7 @@ export function writeResults(result: BenchResult): string {
 
 /** Prints the figures table, writes the results file, and sets a failing exit code on any FAIL. */
 export function finish(result: BenchResult): void {
-  process.stdout.write(`\n${result.title}\n${figuresTable(result.figures)}\n`);
+  process.stdout.write(`\n${result.title}\n${figuresTable(result.figures)}\nmachine ${machineConditionsText(result.load)}\n`);
   process.stdout.write(`results written to ${writeResults(result)}\n`);
   if (!allPass(result.figures)) process.exitCode = 1;
 }

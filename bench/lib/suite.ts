@@ -6,7 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { cephInstalled } from '../../scripts/ceph-gateway.js';
-import type { BenchResult, Figure, Target } from './report.js';
+import type { CpuCounters } from './machine.js';
+import type { BenchResult, Figure, Spread, Target } from './report.js';
 import type { Chart, ChartSeries } from './svg.js';
 
 export interface BenchEntry {
@@ -113,6 +114,18 @@ export const BENCHES: BenchEntry[] = [
     quickEnv: { BENCH_ROUNDS: '3' },
   },
   {
+    name: 'scale',
+    title: 'every /v1 read and console page on a team with a long past (N runs) vs a young database (issue 37)',
+    script: 'bench/scale.ts',
+    quickEnv: { BENCH_SCALE_RUNS: '20000', BENCH_SCALE_ROUNDS: '10', BENCH_SCALE_CLAIMS: '10' },
+  },
+  {
+    name: 'retention',
+    title: 'a simulated week of deletes and inserts: table sizes and janitor batches (issue 37)',
+    script: 'bench/retention.ts',
+    quickEnv: { BENCH_RETENTION_RUNS_PER_DAY: '480', BENCH_RETENTION_DAYS: '2' },
+  },
+  {
     name: 'containers',
     title: 'image sizes and start-to-healthy times of the container stack (issue 36)',
     script: 'bench/containers.ts',
@@ -137,6 +150,17 @@ const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'obj
 const num = (x: unknown) => (typeof x === 'number' ? x : Number.NaN);
 const str = (x: unknown, fallback = '') => (typeof x === 'string' ? x : fallback);
 
+function readSpread(x: unknown): { spread: Spread } | null {
+  if (!isObject(x) || (x.of !== 'ratio' && x.of !== 'value')) return null;
+  return { spread: { of: x.of, n: num(x.n), min: num(x.min), q1: num(x.q1), median: num(x.median), q3: num(x.q3), max: num(x.max) } };
+}
+
+/** A load note's counters, or null (results written before issue 37 have none). */
+function readCounters(x: unknown): CpuCounters | null {
+  if (!isObject(x) || typeof x.at !== 'number' || typeof x.stealTicks !== 'number' || typeof x.totalTicks !== 'number') return null;
+  return { at: x.at, stealTicks: x.stealTicks, totalTicks: x.totalTicks, pressureSomeUs: typeof x.pressureSomeUs === 'number' ? x.pressureSomeUs : null };
+}
+
 function readFigure(x: unknown): Figure | null {
   if (!isObject(x) || typeof x.figure !== 'string' || typeof x.unit !== 'string') return null;
   const b = isObject(x.baseline) ? { label: str(x.baseline.label), value: num(x.baseline.value) } : null;
@@ -156,6 +180,7 @@ function readFigure(x: unknown): Figure | null {
     target: t,
     pass: typeof x.pass === 'boolean' ? x.pass : null,
     ...(typeof x.note === 'string' && x.note ? { note: x.note } : {}),
+    ...(readSpread(x.spread) ?? {}),
   };
 }
 
@@ -190,7 +215,7 @@ export function readResult(file: string): { result: BenchResult } | { error: str
   const load = isObject(raw.load) ? raw.load : {};
   const loadOf = (x: unknown) => {
     const o = isObject(x) ? x : {};
-    return { loadavg: Array.isArray(o.loadavg) ? o.loadavg.map(num) : [], cpuPressure10s: typeof o.cpuPressure10s === 'number' ? o.cpuPressure10s : null, text: str(o.text, 'unknown') };
+    return { loadavg: Array.isArray(o.loadavg) ? o.loadavg.map(num) : [], cpuPressure10s: typeof o.cpuPressure10s === 'number' ? o.cpuPressure10s : null, text: str(o.text, 'unknown'), counters: readCounters(o.counters) };
   };
   const db = isObject(raw.database) ? raw.database : {};
   const m = isObject(raw.machine) ? raw.machine : {};

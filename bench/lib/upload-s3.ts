@@ -20,11 +20,10 @@ import {
   S3Client,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
-import { createLogger } from '../../src/logger.js';
-import { startGateway, type Gateway } from '../../scripts/ceph-gateway.js';
-import { startApiChild, type ServerChild } from './children.js';
-import { setupBenchDatabase, type BenchDatabase } from './db.js';
-import { envInt, figure, finish, loadNote, machine, median, MIB, type BenchResult } from './report.js';
+import { startGateway } from '../../scripts/ceph-gateway.js';
+import { startApiChild } from './children.js';
+import { envInt, figure, finish, loadNote, median, MIB, type BenchResult, resultHeader } from './report.js';
+import type { BenchService } from './service.js';
 import { uploadOnce, type UploadRun } from './upload-client.js';
 import { inFlight, machineLoad, procCpuSeconds, SyntheticFile } from './upload-io.js';
 
@@ -79,125 +78,103 @@ async function emptyBucket(client: S3Client, bucket: string): Promise<void> {
   }
 }
 
-export async function s3UploadMain(): Promise<void> {
-  const logger = createLogger('warn');
-  let gateway: Gateway | null = null;
-  let child: ServerChild | null = null;
-  let database: BenchDatabase | null = null;
-  let client: S3Client | null = null;
-  let cleaning: Promise<void> | null = null;
-  const cleanup = () =>
-    (cleaning ??= (async () => {
-      client?.destroy();
-      await child?.stop().catch(() => undefined);
-      await database?.teardown().catch(() => undefined);
-      await gateway?.stop().catch(() => undefined);
-    })());
-  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
-  try {
-    const loadBefore = loadNote();
-    let s3 = process.env.TEST_S3_ENDPOINT
-      ? {
-          endpoint: process.env.TEST_S3_ENDPOINT,
-          accessKeyId: process.env.TEST_S3_ACCESS_KEY_ID ?? '',
-          secretAccessKey: process.env.TEST_S3_SECRET_ACCESS_KEY ?? '',
-          region: process.env.TEST_S3_REGION || 'us-east-1',
-          what: `the S3 at ${process.env.TEST_S3_ENDPOINT} (TEST_S3_ENDPOINT)`,
-        }
-      : null;
-    if (!s3) {
-      process.stdout.write('starting a Ceph RADOS Gateway (scripts/ceph-gateway.ts)...\n');
-      gateway = await startGateway();
-      s3 = { ...gateway, what: `Ceph RADOS Gateway (one memstore OSD) at ${gateway.endpoint}` };
-    }
-    const bucket = `toolrun-bench-${randomBytes(4).toString('hex')}`;
-    client = new S3Client({
-      region: s3.region,
-      endpoint: s3.endpoint,
-      forcePathStyle: true,
-      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      // Like with like: the part PUTs of the service's side send no `Expect: 100-continue` (the
-      // SDK's default for bodies of 2 MB or more waits a round trip for the go-ahead on each part).
-      expectContinueHeader: false,
-    });
-    // And the presigned part URLs leave the payload unsigned, as the SDK does over HTTPS; over plain
-    // HTTP (a gateway on loopback) it would hash every byte with SHA-256 first.
-    client.middlewareStack.add(
-      (next) => async (args) => {
-        const request = args.request as { headers?: Record<string, string> };
-        if (request.headers) request.headers['x-amz-content-sha256'] = 'UNSIGNED-PAYLOAD';
-        return next(args);
-      },
-      { step: 'build', name: 'benchUnsignedPayload' },
-    );
-    await client.send(new CreateBucketCommand({ Bucket: bucket }));
-    database = await setupBenchDatabase(logger);
-    child = await startApiChild(database.url, settings.apiLogLevel, {
-      TOOLRUN_STORAGE: `s3://${bucket}/bench`,
-      TOOLRUN_S3_ENDPOINT: s3.endpoint,
-      TOOLRUN_PART_SIZE_BYTES: String(settings.partBytes),
-      AWS_ACCESS_KEY_ID: s3.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
-      AWS_REGION: s3.region,
-    });
-    const data = new SyntheticFile(settings.fileBytes, settings.partBytes);
-    process.stdout.write(
-      `S3: ${s3.what}; ${(settings.fileBytes / 1e6).toFixed(0)} MB in ${data.partCount} parts of ${settings.partBytes / MIB} MiB, ` +
-        `${settings.inFlight} in flight; ${settings.rounds} round(s), alternating order\n`,
-    );
-    const uploads: UploadRun[] = [];
-    const plains: PlainRun[] = [];
-    const loadAtStart = machineLoad();
-    for (let round = 1 - settings.warmup; round <= settings.rounds; round++) {
-      const label = round < 1 ? 'warm-up' : `round ${round}`;
-      for (const side of round % 2 === 1 ? ['plain', 'upload'] : ['upload', 'plain']) {
-        await emptyBucket(client, bucket);
-        if (side === 'plain') {
-          const run = await plainMultipart(client, bucket, data, round);
-          if (round >= 1) plains.push(run);
-          process.stdout.write(`  ${label.padEnd(8)} plain SDK multipart ${mbps(data.totalBytes, run.totalS).toFixed(0).padStart(5)} MB/s  ${run.totalS.toFixed(2)} s\n`);
-        } else {
-          const run = await uploadOnce(child, database.key, data, round, settings);
-          if (round >= 1) uploads.push(run);
-          process.stdout.write(
-            `  ${label.padEnd(8)} service upload      ${mbps(data.totalBytes, run.totalS).toFixed(0).padStart(5)} MB/s  ${run.totalS.toFixed(2)} s` +
-              ` (PUTs ${run.putS.toFixed(2)} s, complete ${run.completeS.toFixed(2)} s)\n`,
-          );
-        }
+export async function s3UploadMain(svc: BenchService): Promise<void> {
+  const loadBefore = loadNote();
+  let s3 = process.env.TEST_S3_ENDPOINT
+    ? {
+        endpoint: process.env.TEST_S3_ENDPOINT,
+        accessKeyId: process.env.TEST_S3_ACCESS_KEY_ID ?? '',
+        secretAccessKey: process.env.TEST_S3_SECRET_ACCESS_KEY ?? '',
+        region: process.env.TEST_S3_REGION || 'us-east-1',
+        what: `the S3 at ${process.env.TEST_S3_ENDPOINT} (TEST_S3_ENDPOINT)`,
+      }
+    : null;
+  if (!s3) {
+    process.stdout.write('starting a Ceph RADOS Gateway (scripts/ceph-gateway.ts)...\n');
+    const gateway = svc.defer(await startGateway(), (g) => g.stop());
+    s3 = { ...gateway, what: `Ceph RADOS Gateway (one memstore OSD) at ${gateway.endpoint}` };
+  }
+  const bucket = `toolrun-bench-${randomBytes(4).toString('hex')}`;
+  const client = svc.defer(new S3Client({
+    region: s3.region,
+    endpoint: s3.endpoint,
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    // Like with like: the part PUTs of the service's side send no `Expect: 100-continue` (the
+    // SDK's default for bodies of 2 MB or more waits a round trip for the go-ahead on each part).
+    expectContinueHeader: false,
+  }), (c) => c.destroy());
+  // And the presigned part URLs leave the payload unsigned, as the SDK does over HTTPS; over plain
+  // HTTP (a gateway on loopback) it would hash every byte with SHA-256 first.
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      const request = args.request as { headers?: Record<string, string> };
+      if (request.headers) request.headers['x-amz-content-sha256'] = 'UNSIGNED-PAYLOAD';
+      return next(args);
+    },
+    { step: 'build', name: 'benchUnsignedPayload' },
+  );
+  await client.send(new CreateBucketCommand({ Bucket: bucket }));
+  const database = await svc.database();
+  const child = svc.child('api', await startApiChild(database.url, settings.apiLogLevel, {
+    TOOLRUN_STORAGE: `s3://${bucket}/bench`,
+    TOOLRUN_S3_ENDPOINT: s3.endpoint,
+    TOOLRUN_PART_SIZE_BYTES: String(settings.partBytes),
+    AWS_ACCESS_KEY_ID: s3.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+    AWS_REGION: s3.region,
+  }));
+  const data = new SyntheticFile(settings.fileBytes, settings.partBytes);
+  process.stdout.write(
+    `S3: ${s3.what}; ${(settings.fileBytes / 1e6).toFixed(0)} MB in ${data.partCount} parts of ${settings.partBytes / MIB} MiB, ` +
+      `${settings.inFlight} in flight; ${settings.rounds} round(s), alternating order\n`,
+  );
+  const uploads: UploadRun[] = [];
+  const plains: PlainRun[] = [];
+  const loadAtStart = machineLoad();
+  for (let round = 1 - settings.warmup; round <= settings.rounds; round++) {
+    const label = round < 1 ? 'warm-up' : `round ${round}`;
+    for (const side of round % 2 === 1 ? ['plain', 'upload'] : ['upload', 'plain']) {
+      await emptyBucket(client, bucket);
+      if (side === 'plain') {
+        const run = await plainMultipart(client, bucket, data, round);
+        if (round >= 1) plains.push(run);
+        process.stdout.write(`  ${label.padEnd(8)} plain SDK multipart ${mbps(data.totalBytes, run.totalS).toFixed(0).padStart(5)} MB/s  ${run.totalS.toFixed(2)} s\n`);
+      } else {
+        const run = await uploadOnce(child, database.key, data, round, settings);
+        if (round >= 1) uploads.push(run);
+        process.stdout.write(
+          `  ${label.padEnd(8)} service upload      ${mbps(data.totalBytes, run.totalS).toFixed(0).padStart(5)} MB/s  ${run.totalS.toFixed(2)} s` +
+            ` (PUTs ${run.putS.toFixed(2)} s, complete ${run.completeS.toFixed(2)} s)\n`,
+        );
       }
     }
-    await emptyBucket(client, bucket);
-    const loadAtEnd = machineLoad();
-    const bytes = data.totalBytes;
-    const [totalS, putS, completeS] = [median(uploads.map((r) => r.totalS)), median(uploads.map((r) => r.putS)), median(uploads.map((r) => r.completeS))];
-    const plainS = median(plains.map((r) => r.totalS));
-    const baseline = { label: 'plain AWS SDK multipart upload to the same S3', value: mbps(bytes, plainS) };
-    const result: BenchResult = {
-      benchmark: 'upload-s3',
-      title: `Upload to S3: ${(bytes / 1e6).toFixed(0)} MB in ${settings.partBytes / MIB} MiB parts, ${settings.inFlight} in flight, through the service against a plain SDK multipart upload`,
-      at: new Date().toISOString(),
-      machine: machine(),
-      load: { before: loadBefore, after: loadNote() },
-      database: { server: database.server, version: database.version },
-      settings: { ...settings, s3: s3.what },
-      figures: [
-        figure({ name: 's3_upload_throughput', figure: 'upload to S3 through the service, first part PUT -> complete response', unit: 'MB/s', value: mbps(bytes, totalS), baseline }),
-        figure({ name: 's3_put_phase_throughput', figure: `PUT phase alone (presigned, straight to S3, ${settings.inFlight} in flight)`, unit: 'MB/s', value: mbps(bytes, putS), baseline }),
-        figure({ name: 's3_complete_seconds', figure: 'complete (ListParts, CompleteMultipartUpload, probe)', unit: 's', value: completeS }),
-      ],
-      charts: [],
-      notes: [
-        `S3: ${s3.what}. Client, API server, PostgreSQL and the S3 share this machine's cores.`,
-        `${settings.rounds} round(s) alternating which side goes first${settings.warmup ? `, after ${settings.warmup} untimed warm-up round(s)` : ''}; medians; the bucket is emptied before every upload.`,
-        `Service: PUTs ${putS.toFixed(2)} s + complete ${completeS.toFixed(2)} s; plain SDK: ${plainS.toFixed(2)} s (create, parts, complete). Parts go to S3 directly either way; the service adds upload-url, the checks at completion and the probe.`,
-        `Machine load: ${loadAtStart.load1.toFixed(2)} -> ${loadAtEnd.load1.toFixed(2)}. MB = 10^6 bytes.`,
-      ],
-      details: { uploads: uploads.map(({ partMs: _p, ...r }) => r), plains },
-    };
-    await cleanup();
-    finish(result);
-  } finally {
-    await cleanup();
   }
+  await emptyBucket(client, bucket);
+  const loadAtEnd = machineLoad();
+  const bytes = data.totalBytes;
+  const [totalS, putS, completeS] = [median(uploads.map((r) => r.totalS)), median(uploads.map((r) => r.putS)), median(uploads.map((r) => r.completeS))];
+  const plainS = median(plains.map((r) => r.totalS));
+  const baseline = { label: 'plain AWS SDK multipart upload to the same S3', value: mbps(bytes, plainS) };
+  const result: BenchResult = {
+    ...resultHeader('upload-s3',
+      `Upload to S3: ${(bytes / 1e6).toFixed(0)} MB in ${settings.partBytes / MIB} MiB parts, ${settings.inFlight} in flight, through the service against a plain SDK multipart upload`,
+      { before: loadBefore, after: loadNote() }, database, { ...settings, s3: s3.what }),
+    figures: [
+      figure({ name: 's3_upload_throughput', figure: 'upload to S3 through the service, first part PUT -> complete response', unit: 'MB/s', value: mbps(bytes, totalS), baseline }),
+      figure({ name: 's3_put_phase_throughput', figure: `PUT phase alone (presigned, straight to S3, ${settings.inFlight} in flight)`, unit: 'MB/s', value: mbps(bytes, putS), baseline }),
+      figure({ name: 's3_complete_seconds', figure: 'complete (ListParts, CompleteMultipartUpload, probe)', unit: 's', value: completeS }),
+    ],
+    charts: [],
+    notes: [
+      `S3: ${s3.what}. Client, API server, PostgreSQL and the S3 share this machine's cores.`,
+      `${settings.rounds} round(s) alternating which side goes first${settings.warmup ? `, after ${settings.warmup} untimed warm-up round(s)` : ''}; medians; the bucket is emptied before every upload.`,
+      `Service: PUTs ${putS.toFixed(2)} s + complete ${completeS.toFixed(2)} s; plain SDK: ${plainS.toFixed(2)} s (create, parts, complete). Parts go to S3 directly either way; the service adds upload-url, the checks at completion and the probe.`,
+      `Machine load: ${loadAtStart.load1.toFixed(2)} -> ${loadAtEnd.load1.toFixed(2)}. MB = 10^6 bytes.`,
+    ],
+    details: { uploads: uploads.map(({ partMs: _p, ...r }) => r), plains },
+  };
+  await svc.cleanup();
+  finish(result);
 }

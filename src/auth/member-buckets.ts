@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/pool.js';
-import { tokensNow } from './repository.js';
+import { BUCKET_TAKE_UPDATE } from './repository.js';
 
 /** A member's console bucket: every console request takes from 'console', some also from a tighter lane. */
 export type MemberLane = 'console' | 'outbound' | 'upload';
@@ -17,8 +17,6 @@ export interface LaneResult extends LaneTake {
   took: boolean;
 }
 
-const tokensNowSql = tokensNow('EXCLUDED.capacity');
-
 /**
  * Takes one token from each of the member's lanes, in one statement, from the rate_buckets rows
  * every process shares (the table API keys' buckets are in). A lane with less than a token takes
@@ -29,14 +27,12 @@ export async function takeMemberTokens(db: Queryable, memberId: string, lanes: L
   const { rows } = await db.query<{ lane: MemberLane; tokens: number; last_take: number }>({
     name: 'take_member_tokens',
     text: `INSERT INTO rate_buckets AS rb (member_id, lane, capacity, tokens, refilled_at, last_take)
+           -- last_take 1: the most a take from a lane grants (BUCKET_TAKE_UPDATE reads it as EXCLUDED.last_take).
            SELECT $1::uuid, l.lane, l.capacity, l.capacity - 1, clock_timestamp(), 1
              FROM unnest($2::text[], $3::float8[]) WITH ORDINALITY AS l(lane, capacity, n)
             ORDER BY l.n
            ON CONFLICT (member_id, lane) WHERE member_id IS NOT NULL DO UPDATE
-              SET tokens = ${tokensNowSql} - least(1, floor(${tokensNowSql})),
-                  last_take = least(1, floor(${tokensNowSql}))::integer,
-                  capacity = EXCLUDED.capacity,
-                  refilled_at = greatest(rb.refilled_at, clock_timestamp())
+              SET ${BUCKET_TAKE_UPDATE}
            RETURNING rb.lane, rb.tokens, rb.last_take`,
     values: [memberId, lanes.map((l) => l.lane), lanes.map((l) => l.perMinute)],
   });

@@ -18,6 +18,10 @@ export interface KeyContext {
   plan: Plan;
   memberId: string;
   role: Role;
+  /**
+   * The balance when the context was read. A cached context keeps it past later holds and
+   * settlements (they do not invalidate cached keys, migration 0024): read teams for the balance.
+   */
   sparksAvailable: number;
   /** Tokens in the key's shared bucket after this statement (for the RateLimit headers). */
   rateTokens: number;
@@ -54,13 +58,30 @@ WITH k AS (
    WHERE k.key_hash = $1::bytea AND k.revoked_at IS NULL
 )`;
 
-/** Tokens in a rate_buckets row `rb` now: what was left plus the refill since, capped at one minute's worth (keys' and members' buckets alike). */
-export const tokensNow = (capacity: string) =>
-  `least(${capacity}, rb.tokens + greatest(0, extract(epoch FROM clock_timestamp() - rb.refilled_at)) * ${capacity} / 60.0)`;
+/** Tokens in a rate_buckets row `rb` at the instant `at`: what was left plus the refill since, capped at one minute's worth. */
+const tokensAt = (capacity: string, at: string) =>
+  `least(${capacity}, rb.tokens + greatest(0, extract(epoch FROM ${at} - rb.refilled_at)) * ${capacity} / 60.0)`;
+
+const TAKE_NOW = tokensAt('EXCLUDED.capacity', 'EXCLUDED.refilled_at');
+
+/**
+ * The ON CONFLICT update of every take from a shared bucket (keys' and members' alike): up to
+ * EXCLUDED.last_take whole tokens, at the one clock reading the inserted row carries
+ * (EXCLUDED.refilled_at). Reading clock_timestamp() afresh for the tokens left, the tokens granted
+ * and refilled_at let a take grant a token it never deducted when the clock crossed a whole token
+ * between two readings (the topology's 120/min key passed 132 requests where 131 could), and lose
+ * the refill between readings. A take that waited for the row lock behind another process's may
+ * hold a reading older than the row's refilled_at: it then adds no refill and leaves refilled_at
+ * where it is, so no interval is counted twice.
+ */
+export const BUCKET_TAKE_UPDATE = `tokens = ${TAKE_NOW} - least(EXCLUDED.last_take, floor(${TAKE_NOW})),
+         last_take = least(EXCLUDED.last_take, floor(${TAKE_NOW}))::integer,
+         capacity = EXCLUDED.capacity,
+         refilled_at = greatest(rb.refilled_at, EXCLUDED.refilled_at)`;
 
 /** Authenticates and reads the bucket without taking from it. */
 const PEEK_SQL = `${KEY_CTE}
-SELECT k.*, coalesce(${tokensNow('k.rate_limit_per_minute::float8')}, k.rate_limit_per_minute::float8) AS tokens, NULL::integer AS taken
+SELECT k.*, coalesce(${tokensAt('k.rate_limit_per_minute::float8', 'clock_timestamp()')}, k.rate_limit_per_minute::float8) AS tokens, NULL::integer AS taken
   FROM k LEFT JOIN rate_buckets rb ON rb.key_id = k.id`;
 
 /**
@@ -76,14 +97,11 @@ b AS (
   SELECT k.id, k.rate_limit_per_minute, k.rate_limit_per_minute - least(k.batch, k.rate_limit_per_minute), clock_timestamp(), k.batch
     FROM k
   ON CONFLICT (key_id) DO UPDATE
-     SET tokens = ${tokensNow('EXCLUDED.capacity')} - least(EXCLUDED.last_take, floor(${tokensNow('EXCLUDED.capacity')})),
-         last_take = least(EXCLUDED.last_take, floor(${tokensNow('EXCLUDED.capacity')}))::integer,
-         capacity = EXCLUDED.capacity,
-         refilled_at = greatest(rb.refilled_at, clock_timestamp())
+     SET ${BUCKET_TAKE_UPDATE}
   RETURNING rb.tokens, rb.last_take
 )
 SELECT k.*,
-       coalesce(b.tokens, (SELECT ${tokensNow('k.rate_limit_per_minute::float8')} FROM rate_buckets rb WHERE rb.key_id = k.id),
+       coalesce(b.tokens, (SELECT ${tokensAt('k.rate_limit_per_minute::float8', 'clock_timestamp()')} FROM rate_buckets rb WHERE rb.key_id = k.id),
                 k.rate_limit_per_minute::float8) AS tokens,
        b.last_take AS taken
   FROM k LEFT JOIN b ON true`;

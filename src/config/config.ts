@@ -1,9 +1,11 @@
 import os from 'node:os';
 import path from 'node:path';
+import { retentionConfig, type RetentionConfig } from './retention.js';
 import { readSecretFiles, s3Credentials, withPassword, type S3Credentials } from './secret-files.js';
 import { bool, browserPath, ConfigError, type Env, int, str, trustProxy, url } from './values.js';
 
 export { ConfigError } from './values.js';
+export type { RetentionConfig } from './retention.js';
 
 /** Parsed, typed configuration. Built once at start-up from the environment. */
 export interface Config {
@@ -49,6 +51,8 @@ export interface Config {
   runs: RunsConfig;
   webhooks: WebhooksConfig;
   metrics: MetricsConfig;
+  /** How long rows that only grow are kept (src/config/retention.ts). */
+  retention: RetentionConfig;
 }
 
 export interface HeldRequestBounds {
@@ -330,5 +334,6 @@ export function loadConfig(rawEnv: Env = process.env, cwd: string = process.cwd(
       retentionSeconds: int(env, 'TOOLRUN_FILE_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
     },
     metrics: metricsConfig(env),
+    retention: retentionConfig(env),
   };
 }

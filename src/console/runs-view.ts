@@ -135,42 +135,35 @@ export async function sparksAvailable(db: Queryable, teamId: string): Promise<nu
 
 export const USAGE_DAYS = 30;
 
-/** Sparks spent (charges less refunds, by the day they were booked) and runs started, per UTC day. */
+/**
+ * Sparks spent (charges less refunds, by the day they were booked) and runs started, per UTC day.
+ * Read from the daily roll-up (migration 0022), which equals usageByDayFromLedger (usage-ledger.ts)
+ * at every commit: 30 index rows per tool instead of every charge and run of the month.
+ */
 export async function usageByDay(db: Queryable, teamId: string): Promise<{ date: string; sparks_spent: number; runs: number }[]> {
   const { rows } = await db.query<{ date: string; sparks_spent: number; runs: number }>(
     `WITH days AS (
        SELECT generate_series(date_trunc('day', now() AT TIME ZONE 'UTC') - make_interval(days => $2::integer - 1),
-                              date_trunc('day', now() AT TIME ZONE 'UTC'), interval '1 day') AS day),
-     spent AS (
-       SELECT date_trunc('day', created_at AT TIME ZONE 'UTC') AS day, -sum(amount)::bigint AS sparks
-         FROM ledger_entries
-        WHERE team_id = $1::uuid AND kind IN ('charge', 'refund')
-          AND created_at >= (date_trunc('day', now() AT TIME ZONE 'UTC') - make_interval(days => $2::integer - 1)) AT TIME ZONE 'UTC'
-        GROUP BY 1),
-     started AS (
-       SELECT date_trunc('day', created_at AT TIME ZONE 'UTC') AS day, count(*)::integer AS n
-         FROM runs
-        WHERE team_id = $1::uuid
-          AND created_at >= (date_trunc('day', now() AT TIME ZONE 'UTC') - make_interval(days => $2::integer - 1)) AT TIME ZONE 'UTC'
-        GROUP BY 1)
-     SELECT to_char(d.day, 'YYYY-MM-DD') AS date, coalesce(s.sparks, 0)::bigint AS sparks_spent, coalesce(r.n, 0)::integer AS runs
-       FROM days d LEFT JOIN spent s ON s.day = d.day LEFT JOIN started r ON r.day = d.day
+                              date_trunc('day', now() AT TIME ZONE 'UTC'), interval '1 day')::date AS day)
+     SELECT to_char(d.day, 'YYYY-MM-DD') AS date, coalesce(sum(u.sparks_spent), 0)::bigint AS sparks_spent, coalesce(sum(u.runs), 0)::integer AS runs
+       FROM days d LEFT JOIN usage_daily u ON u.team_id = $1::uuid AND u.day = d.day
+      GROUP BY d.day
       ORDER BY d.day`,
     [teamId, USAGE_DAYS],
   );
   return rows;
 }
 
-/** Runs started and Sparks spent on them, per tool, over the same days; most runs first. */
+/** Runs started and Sparks spent on them (whenever booked), per tool, over the same days; most runs first. From the roll-up, as usageByDay. */
 export async function usageByTool(db: Queryable, teamId: string): Promise<{ tool_id: string; runs: number; sparks_spent: number }[]> {
   const { rows } = await db.query<{ tool_id: string; runs: number; sparks_spent: number }>(
-    `SELECT r.tool_id, count(*)::integer AS runs,
-            coalesce(-sum((SELECT sum(l.amount) FROM ledger_entries l WHERE l.run_id = r.id AND l.kind IN ('charge', 'refund'))), 0)::bigint AS sparks_spent
-       FROM runs r
-      WHERE r.team_id = $1::uuid
-        AND r.created_at >= (date_trunc('day', now() AT TIME ZONE 'UTC') - make_interval(days => $2::integer - 1)) AT TIME ZONE 'UTC'
-      GROUP BY r.tool_id
-      ORDER BY runs DESC, r.tool_id`,
+    `SELECT u.tool_id, sum(u.runs)::integer AS runs, sum(u.run_sparks_spent)::bigint AS sparks_spent
+       FROM usage_daily u
+      WHERE u.team_id = $1::uuid
+        AND u.day >= (date_trunc('day', now() AT TIME ZONE 'UTC') - make_interval(days => $2::integer - 1))::date
+      GROUP BY u.tool_id
+     HAVING sum(u.runs) > 0
+      ORDER BY runs DESC, u.tool_id`,
     [teamId, USAGE_DAYS],
   );
   return rows;

@@ -1,91 +1,176 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 
-export interface ListenerOptions {
-  connectionString: string;
+export interface SubscriberOptions {
   channels: string[];
-  applicationName: string;
-  logger: Logger;
   onNotification(channel: string, payload: string | undefined): void;
-  /** Called after every (re)connection: notifications sent meanwhile were missed. */
+  /** Called once this subscriber's channels are heard, and after every reconnection: notifications sent meanwhile were missed. */
   onConnected(): void;
   /** Called when the connection is lost: from now until onConnected, notifications are missed. */
   onDisconnected?(): void;
 }
 
+export interface Subscription {
+  /** The first connection must succeed (else this throws and the subscription is dropped); later drops are retried in the background. */
+  start(): Promise<void>;
+  /** Like start, but a first connection that fails is retried in the background too. */
+  startOrRetry(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface NotificationHubOptions {
+  connectionString: string;
+  applicationName: string;
+  logger: Logger;
+}
+
 /**
- * A dedicated connection LISTENing on some channels, reconnected with backoff whenever it drops
- * (a database restart), for as long as it is not stopped. Workers also poll, so a gap in
- * notifications only slows them down.
+ * One dedicated connection per process LISTENing for every part of it (the API's key cache and
+ * waits, the run worker, the webhook worker), reconnected with backoff whenever it drops (a
+ * database restart) while anyone subscribes. One and not one per part: PostgreSQL signals every
+ * listening backend on every NOTIFY of any channel, and each listener cost 0.10-0.15 ms of the
+ * server's CPU per run (issue 37). Workers also poll, so a gap in notifications only slows them.
  */
-export class Listener {
+export class NotificationHub {
   private client: pg.Client | null = null;
-  private stopped = false;
+  /** Channels LISTENed on `client`. */
+  private readonly heard = new Set<string>();
+  private readonly subscribers = new Set<SubscriberOptions>();
+  private connecting: Promise<void> | null = null;
   private retry: NodeJS.Timeout | null = null;
+  private retryDelayMs = 1000;
+  private closed = false;
 
-  constructor(private readonly opts: ListenerOptions) {}
+  constructor(private readonly opts: NotificationHubOptions) {}
 
-  /** The first connection must succeed; later drops are retried in the background. */
-  async start(): Promise<void> {
-    await this.connect();
+  subscribe(sub: SubscriberOptions): Subscription {
+    const begin = async (retryOnFailure: boolean): Promise<void> => {
+      if (this.closed) throw new Error('the notification connection is closed');
+      this.subscribers.add(sub);
+      try {
+        await this.join(sub);
+      } catch (err) {
+        if (!retryOnFailure) {
+          this.subscribers.delete(sub);
+          throw err;
+        }
+        this.opts.logger.warn({ err }, 'notification connection failed; retrying');
+        this.schedule();
+      }
+    };
+    return {
+      start: () => begin(false),
+      startOrRetry: () => begin(true),
+      stop: async () => {
+        this.subscribers.delete(sub);
+        if (this.subscribers.size === 0) await this.disconnect();
+      },
+    };
   }
 
-  /** Like start, but a first connection that fails is retried in the background too. */
-  async startOrRetry(): Promise<void> {
-    try {
+  /** Stops listening for good (the process's database is closing). */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.subscribers.clear();
+    await this.disconnect();
+  }
+
+  /** Makes sure sub's channels are heard on a live connection, then tells it so. */
+  private async join(sub: SubscriberOptions): Promise<void> {
+    const client = this.client;
+    if (!client) {
+      // A connection being made LISTENs for everyone subscribed when it completes, this one included.
       await this.connect();
-    } catch (err) {
-      this.opts.logger.warn({ err }, 'notification connection failed; retrying');
-      this.schedule(1000);
+      return;
+    }
+    await this.listenAll(client);
+    // A connection lost meanwhile tells every subscriber on its return instead.
+    if (this.client === client && this.subscribers.has(sub)) sub.onConnected();
+  }
+
+  private wanted(): Set<string> {
+    const all = new Set<string>();
+    for (const s of this.subscribers) for (const c of s.channels) all.add(c);
+    return all;
+  }
+
+  /** LISTENs until every subscriber's channels are heard (subscribers may join during the awaits). */
+  private async listenAll(client: pg.Client): Promise<void> {
+    for (;;) {
+      const missing = [...this.wanted()].filter((c) => !this.heard.has(c));
+      if (missing.length === 0) return;
+      for (const channel of missing) {
+        await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+        this.heard.add(channel);
+      }
     }
   }
 
-  private async connect(): Promise<void> {
+  private connect(): Promise<void> {
+    this.connecting ??= this.open().finally(() => {
+      this.connecting = null;
+    });
+    return this.connecting;
+  }
+
+  private async open(): Promise<void> {
     const client = new pg.Client({ connectionString: this.opts.connectionString, application_name: this.opts.applicationName });
-    client.on('notification', (msg) => this.opts.onNotification(msg.channel, msg.payload));
+    client.on('notification', (msg) => {
+      if (this.client !== client) return;
+      for (const s of this.subscribers) if (s.channels.includes(msg.channel)) s.onNotification(msg.channel, msg.payload);
+    });
     const lost = (err: Error | null) => {
       if (this.client !== client) return;
       this.opts.logger.warn({ err }, 'notification connection lost; reconnecting');
       this.client = null;
-      this.opts.onDisconnected?.();
+      this.heard.clear();
+      for (const s of this.subscribers) s.onDisconnected?.();
       void client.end().catch(() => undefined);
-      this.schedule(1000);
+      this.schedule();
     };
     client.on('error', lost);
     // A connection can also end without an error (the server closed it cleanly).
     client.on('end', () => lost(null));
+    this.heard.clear();
     try {
       await client.connect();
-      for (const channel of this.opts.channels) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      await this.listenAll(client);
     } catch (err) {
+      this.heard.clear();
       await client.end().catch(() => undefined);
       throw err;
     }
-    if (this.stopped) {
+    if (this.closed || this.subscribers.size === 0) {
+      this.heard.clear();
       await client.end().catch(() => undefined);
       return;
     }
     this.client = client;
-    this.opts.onConnected();
+    this.retryDelayMs = 1000;
+    for (const s of this.subscribers) s.onConnected();
   }
 
-  private schedule(delayMs: number): void {
-    if (this.stopped || this.retry) return;
+  private schedule(): void {
+    if (this.closed || this.retry || this.subscribers.size === 0) return;
+    const delayMs = this.retryDelayMs;
     this.retry = setTimeout(() => {
       this.retry = null;
+      if (this.client || this.subscribers.size === 0) return;
       this.connect().catch((err: unknown) => {
         this.opts.logger.warn({ err }, 'notification connection failed; retrying');
-        this.schedule(Math.min(delayMs * 2, 10_000));
+        this.retryDelayMs = Math.min(delayMs * 2, 10_000);
+        this.schedule();
       });
     }, delayMs);
     this.retry.unref();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
+  private async disconnect(): Promise<void> {
     if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
     const client = this.client;
     this.client = null;
+    this.heard.clear();
     await client?.end().catch(() => undefined);
   }
 }

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { NotificationHub } from './listen.js';
 
 // BIGINT (int8) and NUMERIC come back as strings by default; Sparks fit in a JS number.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -17,6 +18,8 @@ export interface Db {
    * Sparks or run state.
    */
   relaxed: pg.Pool;
+  /** The process's one LISTEN connection, opened on the first subscription (src/db/listen.ts). */
+  notifications: NotificationHub;
   /** Runs fn inside BEGIN/COMMIT, rolling back on any throw. */
   tx<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -70,10 +73,16 @@ export function createDb(opts: DbOptions): Db {
     // without this a database restart during a transaction is an uncaught exception.
     p.on('connect', (client) => client.on('error', () => undefined));
   }
+  const notifications = new NotificationHub({
+    connectionString: opts.connectionString,
+    applicationName: `${opts.applicationName ?? 'toolrun'}-listen`,
+    logger: opts.logger,
+  });
   return {
     connectionString: opts.connectionString,
     pool,
     relaxed,
+    notifications,
     async tx(fn) {
       const client = await pool.connect();
       let lost: Error | undefined;
@@ -93,7 +102,7 @@ export function createDb(opts: DbOptions): Db {
     },
     close: async () => {
       closing = true;
-      await Promise.all([pool.end(), relaxed.end()]);
+      await Promise.all([pool.end(), relaxed.end(), notifications.close()]);
     },
   };
 }

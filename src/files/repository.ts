@@ -127,3 +127,23 @@ export async function claimExpiredFiles(db: Queryable, limit: number): Promise<P
 export async function markExpired(db: Queryable, fileId: string): Promise<void> {
   await db.query(`UPDATE files SET status = 'expired' WHERE id = $1::uuid`, [fileId]);
 }
+
+/**
+ * Deletes file rows that expired (bytes deleted, status expired) more than `olderThanSeconds` ago: one
+ * statement, at most `limit` rows taken FOR UPDATE SKIP LOCKED (issue 37). An expired file already
+ * answers as an unknown one everywhere (complete, run inputs: "unknown, of another team, or
+ * expired"), so the row going changes no answer. An abandoned upload never got expires_at; its
+ * expiry is upload_expires_at.
+ */
+export async function deleteExpiredFileRows(db: Queryable, olderThanSeconds: number, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM files WHERE id = ANY (ARRAY(
+       SELECT id FROM files
+        WHERE status = 'expired' AND coalesce(expires_at, upload_expires_at) < now() - make_interval(secs => $1::integer)
+        ORDER BY coalesce(expires_at, upload_expires_at)
+        LIMIT $2::integer
+          FOR UPDATE SKIP LOCKED))`,
+    [olderThanSeconds, limit],
+  );
+  return rowCount ?? 0;
+}

@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireAuth } from '../auth/plugin.js';
 import { AUTH_ERRORS, errorResponses } from '../core/schemas.js';
+import type { Db } from '../db/pool.js';
 
 export const MeSchema = Type.Object(
   {
@@ -38,7 +39,11 @@ export const MeSchema = Type.Object(
 );
 export type Me = Static<typeof MeSchema>;
 
-export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
+/**
+ * The balance is read here, not taken from the key's cached context: a run's hold and settlement
+ * change it without invalidating cached keys (migration 0024), so the cache never pays for them.
+ */
+export const meRoutes = (deps: { db: Pick<Db, 'pool'> }): FastifyPluginAsyncTypebox => async (app) => {
   app.get(
     '/v1/me',
     {
@@ -52,6 +57,7 @@ export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const auth = requireAuth(request);
+      const { rows } = await deps.db.pool.query<{ sparks: number }>('SELECT sparks_available AS sparks FROM teams WHERE id = $1::uuid', [auth.teamId]);
       const me: Me = {
         object: 'me',
         team: { id: auth.teamId, name: auth.teamName, plan: auth.plan },
@@ -62,7 +68,7 @@ export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
           scopes: auth.scopes,
           rate_limit_per_minute: auth.rateLimitPerMinute,
         },
-        sparks_available: auth.sparksAvailable,
+        sparks_available: rows[0]?.sparks ?? 0,
       };
       return me;
     },

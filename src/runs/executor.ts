@@ -146,6 +146,8 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow, owner: string,
   let copies: LocalCopy[] = [];
   let stored: NewOutput[] = [];
   let succeeded = false;
+  /** How many outputs the run recorded: with none, there is nothing for the output check to do. */
+  let recordedOutputs = 0;
   try {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), `toolrun-run-${run.id}-`));
     workDir = dir;
@@ -197,6 +199,7 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow, owner: string,
       return;
     }
     succeeded = true;
+    recordedOutputs = stored.length;
     log.info({ ms: Date.now() - started, outputs: stored.length }, 'run succeeded');
     stored = [];
   } catch (err) {
@@ -229,7 +232,8 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow, owner: string,
     if (workDir) await fs.rm(workDir, { recursive: true, force: true });
   }
   // The check behind output_not_ready; a worker's sweep retries it if this one cannot finish it.
-  if (succeeded) {
+  // A run without outputs has none to check: no transaction for it (issue 37).
+  if (succeeded && recordedOutputs > 0) {
     await timed('check', () => verifyOutputs(db, deps.storage, log, { runId: run.id })).catch((err: unknown) => log.warn({ err }, 'output check failed'));
   }
 }

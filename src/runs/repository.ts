@@ -108,7 +108,7 @@ export async function getTeamRun(db: Queryable, teamId: string, runId: string, s
 }
 
 export async function lockRun(db: Queryable, runId: string): Promise<RunRow | null> {
-  const { rows } = await db.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1::uuid FOR UPDATE`, [runId]);
+  const { rows } = await db.query<RunRow>({ name: 'run-lock', text: `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1::uuid FOR UPDATE`, values: [runId] });
   return rows[0] ?? null;
 }
 
@@ -130,7 +130,10 @@ export interface ApiRunFilters {
 /**
  * A page of the team's API runs, newest first (created_at, then id, at full precision); one more
  * than `limit` when another page follows. App runs are never read here. The time filters compare
- * created_at as the API shows it (to the millisecond), so a run's own created_at excludes it.
+ * created_at as the API shows it (to the millisecond), so a run's own created_at excludes it;
+ * each also bounds created_at itself (implied by the millisecond comparison), which the index
+ * range can use: the bound alone, wrapped in date_trunc, made an old created_before walk every
+ * newer run of the team (issue 37).
  */
 export async function listApiRuns(db: Queryable, teamId: string, f: ApiRunFilters): Promise<RunRow[]> {
   const { rows } = await db.query<RunRow>(
@@ -138,8 +141,9 @@ export async function listApiRuns(db: Queryable, teamId: string, f: ApiRunFilter
       WHERE r.team_id = $1::uuid AND r.source = 'api'
         AND ($2::text IS NULL OR r.status = $2::text)
         AND ($3::text IS NULL OR r.tool_id = $3::text)
-        AND ($4::timestamptz IS NULL OR date_trunc('milliseconds', r.created_at) > $4::timestamptz)
-        AND ($5::timestamptz IS NULL OR date_trunc('milliseconds', r.created_at) < $5::timestamptz)
+        AND ($4::timestamptz IS NULL OR (r.created_at > $4::timestamptz AND date_trunc('milliseconds', r.created_at) > $4::timestamptz))
+        AND ($5::timestamptz IS NULL OR (r.created_at < date_trunc('milliseconds', $5::timestamptz) + interval '1 millisecond'
+                                         AND date_trunc('milliseconds', r.created_at) < $5::timestamptz))
         AND ($6::uuid IS NULL OR (r.created_at, r.id) < (SELECT c.created_at, c.id FROM runs c WHERE c.id = $6::uuid))
       ORDER BY r.created_at DESC, r.id DESC
       LIMIT $7::integer`,
@@ -174,38 +178,59 @@ export async function runsThisHour(db: Queryable, teamId: string): Promise<numbe
   return rows[0]?.n ?? 0;
 }
 
-export async function insertRun(
-  db: Queryable,
-  r: {
-    id: string;
-    teamId: string;
-    /** Null for an app run (started in the console by memberId). */
-    apiKeyId: string | null;
-    memberId: string;
-    toolId: string;
-    productId: string;
-    inputs: Record<string, unknown>;
-    price: number;
-    hold: number;
-    maxAttempts: number;
-    idempotencyKey: string | null;
-    requestHash: string | null;
-    /** Cancel-After: the run is canceled if not final this many seconds from now. */
-    cancelAfterSeconds?: number | null;
-  },
-): Promise<RunRow> {
-  const { rows } = await db.query<RunRow>(
-    `INSERT INTO runs (id, team_id, api_key_id, member_id, source, tool_id, product_id, inputs, status, price_sparks, hold_sparks,
+export interface NewRun {
+  id: string;
+  teamId: string;
+  /** Null for an app run (started in the console by memberId). */
+  apiKeyId: string | null;
+  memberId: string;
+  toolId: string;
+  productId: string;
+  inputs: Record<string, unknown>;
+  price: number;
+  hold: number;
+  maxAttempts: number;
+  idempotencyKey: string | null;
+  requestHash: string | null;
+  /** Cancel-After: the run is canceled if not final this many seconds from now. */
+  cancelAfterSeconds?: number | null;
+}
+
+const runValues = (r: NewRun) => [
+  r.id, r.teamId, r.apiKeyId, r.memberId, r.toolId, r.productId, JSON.stringify(r.inputs), r.price, r.hold, r.maxAttempts, r.idempotencyKey, r.requestHash,
+  r.cancelAfterSeconds ?? null,
+];
+
+const INSERT_RUN = `INSERT INTO runs (id, team_id, api_key_id, member_id, source, tool_id, product_id, inputs, status, price_sparks, hold_sparks,
                        cost_sparks, max_attempts, idempotency_key, request_hash, cancel_at)
-     VALUES ($1::uuid, $2::uuid, $3::uuid, $4::uuid, CASE WHEN $3::uuid IS NULL THEN 'app' ELSE 'api' END, $5::text, $6::text, $7::jsonb,
+     SELECT $1::uuid, $2::uuid, $3::uuid, $4::uuid, CASE WHEN $3::uuid IS NULL THEN 'app' ELSE 'api' END, $5::text, $6::text, $7::jsonb,
              'queued', $8::bigint, $9::bigint, $9::bigint, $10::integer, $11::text, $12::text,
-             now() + make_interval(secs => $13::integer))
-     RETURNING ${RUN_COLUMNS}`,
-    [r.id, r.teamId, r.apiKeyId, r.memberId, r.toolId, r.productId, JSON.stringify(r.inputs), r.price, r.hold, r.maxAttempts, r.idempotencyKey, r.requestHash, r.cancelAfterSeconds ?? null],
-  );
+             now() + make_interval(secs => $13::integer)`;
+
+export async function insertRun(db: Queryable, r: NewRun): Promise<RunRow> {
+  const { rows } = await db.query<RunRow>(`${INSERT_RUN} RETURNING ${RUN_COLUMNS}`, runValues(r));
   const row = rows[0];
   if (!row) throw new Error('run insert returned nothing');
   return row;
+}
+
+/**
+ * The start's insert (issue 37: one statement where there were three): the queued run, only if
+ * the team started fewer than `hourlyCeiling` runs in the current clock hour (null when not), and
+ * the notification on `channel` that wakes the workers at commit. The caller holds the team's row
+ * lock, and this statement's snapshot is taken after it, so the count sees every start before it.
+ */
+export async function insertQueuedRun(db: Queryable, r: NewRun, hourlyCeiling: number, channel: string): Promise<RunRow | null> {
+  const { rows } = await db.query<RunRow>({
+    name: 'run-insert-queued',
+    text: `WITH r AS (
+        ${INSERT_RUN}
+         WHERE (SELECT count(*) FROM runs WHERE team_id = $2::uuid AND created_at >= date_trunc('hour', now(), 'UTC')) < $14::integer
+        RETURNING ${RUN_COLUMNS})
+      SELECT r.*, pg_notify($15::text, r.id::text)::text AS notified FROM r`,
+    values: [...runValues(r), hourlyCeiling, channel],
+  });
+  return rows[0] ?? null;
 }
 
 export interface NewOutput {

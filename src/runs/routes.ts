@@ -55,10 +55,6 @@ export function runRequest(request: FastifyRequest): RunRequest {
   return { body: request.body, schemaErrors: v ? fieldErrors(v.validation, v.validationContext) : [] };
 }
 
-/**
- * teamChanged: called after a start or cancel commits, so that this process answers the team's
- * new Sparks at once (other processes hear of it from PostgreSQL).
- */
 /** Resolves the wait of a Prefer: wait=N request: the run as it is once final, or after N seconds (or the client left). */
 async function waitedRun(
   deps: RunsDeps & { waiters?: RunWaiters | undefined },
@@ -91,7 +87,7 @@ async function waitedRun(
   }
 }
 
-export function runRoutes(deps: RunsDeps & { teamChanged(teamId: string): void; waiters?: RunWaiters | undefined }): FastifyPluginAsyncTypebox {
+export function runRoutes(deps: RunsDeps & { waiters?: RunWaiters | undefined }): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
       '/v1/tools/:tool_id/estimate',
@@ -135,7 +131,6 @@ export function runRoutes(deps: RunsDeps & { teamChanged(teamId: string): void; 
         const started = await startRun(deps, auth, request.params.tool_id, runRequest(request), request.headers['idempotency-key'], {
           cancelAfter: request.headers['cancel-after'],
         });
-        if (!started.replayed) deps.teamChanged(auth.teamId);
         if (started.replayed) reply.header('Idempotent-Replayed', 'true');
         const run = await waitedRun(deps, request, reply, auth, started.run.id, async () =>
           started.run.status === 'queued' && request.headers.prefer === undefined ? started.run : getRun(deps, auth.teamId, started.run.id),
@@ -199,9 +194,7 @@ export function runRoutes(deps: RunsDeps & { teamChanged(teamId: string): void; 
       },
       async (request) => {
         const { teamId } = requireAuth(request);
-        const run = await cancelRun(deps, teamId, request.params.run_id);
-        deps.teamChanged(teamId);
-        return run;
+        return cancelRun(deps, teamId, request.params.run_id);
       },
     );
 

@@ -9,7 +9,7 @@ import type { Storage } from '../storage/storage.js';
 import type { ToolManifest } from '../tools/manifest.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { elementIds, resolveInputs, type PriceMode, type ResolvedInputs } from './inputs.js';
-import { findByIdempotencyKey, getOutputs, getOutputsOf, getTeamRun, insertRun, listApiRuns, runResource, runsThisHour, type RunRow, type RunSource } from './repository.js';
+import { findByIdempotencyKey, getOutputs, getOutputsOf, getTeamRun, insertQueuedRun, listApiRuns, runResource, type RunRow, type RunSource } from './repository.js';
 import { RUN_LIST_DEFAULT, type Estimate, type OutputUrl, type Run, type RunBody, type RunListQuery } from './schemas.js';
 import { cancelLockedRun, RUNS_CHANNEL } from './transitions.js';
 
@@ -239,10 +239,11 @@ export async function startRun(
   }
   const priced = await price(deps, tool, auth, body, 'start');
   return deps.db.tx(async (tx) => {
-    const { rows } = await tx.query<{ sparks_available: number; runs_per_hour: number }>(
-      'SELECT sparks_available, runs_per_hour FROM teams WHERE id = $1::uuid FOR UPDATE',
-      [auth.teamId],
-    );
+    const { rows } = await tx.query<{ sparks_available: number; runs_per_hour: number }>({
+      name: 'run-start-team',
+      text: 'SELECT sparks_available, runs_per_hour FROM teams WHERE id = $1::uuid FOR UPDATE',
+      values: [auth.teamId],
+    });
     const team = rows[0];
     if (!team) throw new ApiError('invalid_api_key', 'The team of this key no longer exists.');
     if (idempotencyKey !== undefined) {
@@ -250,7 +251,28 @@ export async function startRun(
       const existing = await findByIdempotencyKey(tx, auth.teamId, idempotencyKey);
       if (existing) return replay(tx, existing, hash);
     }
-    if ((await runsThisHour(tx, auth.teamId)) >= team.runs_per_hour) {
+    const runId = randomUUID();
+    const run = await insertQueuedRun(
+      tx,
+      {
+        id: runId,
+        teamId: auth.teamId,
+        apiKeyId: auth.keyId,
+        memberId: auth.memberId,
+        toolId: tool.id,
+        productId: tool.productId,
+        inputs: priced.resolved.values,
+        price: priced.sparks,
+        hold: priced.reserve,
+        maxAttempts: MAX_ATTEMPTS,
+        idempotencyKey: idempotencyKey ?? null,
+        requestHash: hash,
+        cancelAfterSeconds: typeof deadline === 'number' ? deadline : null,
+      },
+      team.runs_per_hour,
+      RUNS_CHANNEL,
+    );
+    if (!run) {
       const retryAfter = secondsToNextHour();
       throw new ApiError('rate_limited', `This team started its ${count(team.runs_per_hour, 'run')} for this hour; retry in ${retryAfter} s.`, {
         // Every rate_limited answer carries the key's limit per minute, this one too (an app run has no key).
@@ -258,24 +280,7 @@ export async function startRun(
         headers: { 'Retry-After': String(retryAfter) },
       });
     }
-    const runId = randomUUID();
-    const run = await insertRun(tx, {
-      id: runId,
-      teamId: auth.teamId,
-      apiKeyId: auth.keyId,
-      memberId: auth.memberId,
-      toolId: tool.id,
-      productId: tool.productId,
-      inputs: priced.resolved.values,
-      price: priced.sparks,
-      hold: priced.reserve,
-      maxAttempts: MAX_ATTEMPTS,
-      idempotencyKey: idempotencyKey ?? null,
-      requestHash: hash,
-      cancelAfterSeconds: typeof deadline === 'number' ? deadline : null,
-    });
     if (!(await holdForRun(tx, auth.teamId, runId, priced.reserve))) throw insufficient(priced.reserve, team.sparks_available);
-    await tx.query('SELECT pg_notify($1::text, $2::text)', [RUNS_CHANNEL, runId]);
     return { run: runResource(run, []), row: run, replayed: false };
   });
 }

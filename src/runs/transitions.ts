@@ -18,28 +18,42 @@ type FinalStatus = Extract<RunStatus, 'succeeded' | 'failed' | 'canceled'>;
  */
 async function finish(tx: Queryable, run: RunRow, status: FinalStatus, error: string | null): Promise<RunRow> {
   const charge = status === 'succeeded' ? run.price_sparks : 0;
-  const { rows } = await tx.query<RunRow>(
-    `UPDATE runs SET status = $2::text, error = $3::text, cost_sparks = $4::bigint, finished_at = now(),
+  const { rows } = await tx.query<RunRow>({
+    name: 'run-finish',
+    text: `UPDATE runs SET status = $2::text, error = $3::text, cost_sparks = $4::bigint, finished_at = now(),
             progress = CASE WHEN $2::text = 'succeeded' THEN 1 ELSE progress END,
             lease_owner = NULL, lease_expires_at = NULL
       WHERE id = $1::uuid RETURNING ${RUN_COLUMNS}`,
-    [run.id, status, error, charge],
-  );
+    values: [run.id, status, error, charge],
+  });
   const done = rows[0];
   if (!done) throw new Error(`run ${run.id} vanished`);
-  await settleRun(tx, run.team_id, run.id, run.hold_sparks, charge);
-  const payload = runResource(done, await getOutputs(tx, run.id));
-  await tx.query(
-    `INSERT INTO run_events (id, run_id, team_id, type, payload) VALUES ($1::uuid, $2::uuid, $3::uuid, $4::text, $5::jsonb)`,
-    [randomUUID(), run.id, run.team_id, `run.${status}`, JSON.stringify(payload)],
-  );
-  await tx.query('SELECT pg_notify($1::text, $2::text)', [EVENTS_CHANNEL, run.id]);
+  return settleAndAnnounce(tx, done, status, false);
+}
+
+/** The Sparks and the outbox event of a run just made final (`done`, as the UPDATE returned it). */
+async function settleAndAnnounce(tx: Queryable, done: RunRow, status: FinalStatus, withOutputs: boolean): Promise<RunRow> {
+  await settleRun(tx, done.team_id, done.id, done.hold_sparks, done.cost_sparks);
+  // Outputs exist only once the success transaction wrote them: no other final run has any to read.
+  const payload = runResource(done, withOutputs ? await getOutputs(tx, done.id) : []);
+  // The event and its notification in one statement (issue 37).
+  await tx.query({
+    name: 'run-event',
+    text: `WITH e AS (
+             INSERT INTO run_events (id, run_id, team_id, type, payload) VALUES ($1::uuid, $2::uuid, $3::uuid, $4::text, $5::jsonb) RETURNING run_id)
+           SELECT pg_notify($6::text, e.run_id::text) FROM e`,
+    values: [randomUUID(), done.id, done.team_id, `run.${status}`, JSON.stringify(payload), EVENTS_CHANNEL],
+  });
   return done;
 }
 
 const isFinal = (s: RunStatus) => s === 'succeeded' || s === 'failed' || s === 'canceled';
 
-/** For the worker holding the lease; null when the run is no longer its to finish (canceled, lease lost). */
+/**
+ * For the worker holding the lease; null when the run is no longer its to finish (canceled, lease
+ * lost). The guarded UPDATE is the lock and the check at once (issue 37): a run canceled or
+ * retaken meanwhile no longer matches it, and the row stays locked to the commit as before.
+ */
 export async function succeedRun(
   tx: Queryable,
   runId: string,
@@ -47,10 +61,17 @@ export async function succeedRun(
   outputs: NewOutput[],
   retentionSeconds: number,
 ): Promise<RunRow | null> {
-  const run = await lockRun(tx, runId);
-  if (!run || run.status !== 'running' || run.lease_owner !== leaseOwner) return null;
+  const { rows } = await tx.query<RunRow>({
+    name: 'run-succeed',
+    text: `UPDATE runs SET status = 'succeeded', error = NULL, cost_sparks = price_sparks, finished_at = now(), progress = 1,
+            lease_owner = NULL, lease_expires_at = NULL
+      WHERE id = $1::uuid AND status = 'running' AND lease_owner = $2::text RETURNING ${RUN_COLUMNS}`,
+    values: [runId, leaseOwner],
+  });
+  const done = rows[0];
+  if (!done) return null;
   await insertOutputs(tx, runId, outputs, retentionSeconds);
-  return finish(tx, run, 'succeeded', null);
+  return settleAndAnnounce(tx, done, 'succeeded', outputs.length > 0);
 }
 
 /** Fails an unfinished run; with a leaseOwner only if that worker still holds it. */

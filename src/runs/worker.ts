@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
-import { Listener } from '../db/listen.js';
+import type { Subscription } from '../db/listen.js';
 import type { Db } from '../db/pool.js';
 import type { RunOutcome } from '../metrics/metrics.js';
 import { executeRun, type ExecutorDeps, type StopReason } from './executor.js';
@@ -11,7 +11,6 @@ import { lockRun, type RunRow } from './repository.js';
 import { CANCEL_CHANNEL, cancelLockedRun, failRun, RUNS_CHANNEL } from './transitions.js';
 
 export interface WorkerOptions extends ExecutorDeps {
-  connectionString: string;
   concurrency: number;
 }
 
@@ -73,7 +72,7 @@ export class RunWorker {
   readonly id = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   /** Executions by lease token (a run lost and retaken here may briefly have two). */
   private readonly active = new Map<string, Active>();
-  private readonly listener: Listener;
+  private readonly listener: Subscription;
   private stopping = false;
   private wake: (() => void) | null = null;
   /** A poke arrived while the loop was not sleeping (e.g. mid-claim): it must look again. */
@@ -83,11 +82,8 @@ export class RunWorker {
   private sweepTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly opts: WorkerOptions) {
-    this.listener = new Listener({
-      connectionString: opts.connectionString,
+    this.listener = opts.db.notifications.subscribe({
       channels: [RUNS_CHANNEL, CANCEL_CHANNEL],
-      applicationName: 'toolrun-worker-listen',
-      logger: opts.logger,
       onNotification: (channel, payload) => {
         if (channel === RUNS_CHANNEL) this.poke();
         if (channel === CANCEL_CHANNEL && payload) this.stopRun(payload, 'canceled');

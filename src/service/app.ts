@@ -19,7 +19,6 @@ import { consoleApi } from '../console/plugin.js';
 import type { SignInDelays } from '../console/throttle.js';
 import type { Config } from '../config/config.js';
 import { isDbUnavailable } from '../db/errors.js';
-import { Listener } from '../db/listen.js';
 import type { Db } from '../db/pool.js';
 import { fileRoutes, fileSchemas } from '../files/routes.js';
 import type { MediaBinaries } from '../media/binaries.js';
@@ -124,15 +123,12 @@ class QuietStartLogController extends LogController {
  * notification names a team whose keys are read again; while the connection is down the cache
  * is off (and emptied), so a key is never answered from memory on a change nobody heard of.
  */
-async function listenForKeyChanges(app: FastifyInstance, config: Config, db: Db, logger: Logger, waiters: RunWaiters, hub: StreamHub): Promise<KeyCache> {
+async function listenForKeyChanges(app: FastifyInstance, config: Config, db: Db, waiters: RunWaiters, hub: StreamHub): Promise<KeyCache> {
   const cache = new KeyCache(config.keyCacheMaxAgeMs);
   // The same connection hears runs becoming final, for requests that wait for them (Prefer: wait),
   // and runs and teams changing, for the event streams.
-  const listener = new Listener({
-    connectionString: db.connectionString,
+  const listener = db.notifications.subscribe({
     channels: [AUTH_CHANNEL, EVENTS_CHANNEL, RUN_CHANGES_CHANNEL, TEAM_EVENTS_CHANNEL],
-    applicationName: 'toolrun-auth-listen',
-    logger,
     onNotification: (channel, payload) => {
       if (channel === EVENTS_CHANNEL) {
         if (payload) {
@@ -268,7 +264,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const hub = new StreamHub(config.streams);
   // Open event streams end as closing begins, or they would hold the close up to its grace period.
   app.addHook('preClose', async () => hub.shutdown());
-  const keyCache = await listenForKeyChanges(app, config, db, logger, waiters, hub);
+  const keyCache = await listenForKeyChanges(app, config, db, waiters, hub);
   const authFor = createAuthHook(config, db, usage, keyCache);
   const strings = registerStringChecks();
   // Before any route is added: each gets its key and character checks as it comes.
@@ -313,10 +309,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { notFoundMessage } = methods;
   await app.register(docsRoutes({ openapi, publicBaseUrl: config.publicBaseUrl, notFoundMessage }));
   if (deps.metrics) await app.register(metricsRoutes({ metrics: deps.metrics, token: config.metrics.token, notFoundMessage }));
-  await app.register(meRoutes);
+  await app.register(meRoutes({ db }));
   await app.register(toolRoutes(tools));
   await app.register(fileRoutes({ config, db, storage: deps.storage, media: deps.media }));
-  await app.register(runRoutes({ config, db, tools, storage: deps.storage, teamChanged, waiters }));
+  await app.register(runRoutes({ config, db, tools, storage: deps.storage, waiters }));
   await app.register(runEventRoutes({ config, db, tools, storage: deps.storage, hub }));
   await app.register(webhookRoutes({ config, db }));
   await app.register(teamEventRoutes({ db, hub }));

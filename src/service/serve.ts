@@ -88,7 +88,6 @@ export async function startService(
     const background = options.workers === false ? null : await startBackgroundWork({
       config,
       db: database.db,
-      connectionString: database.connectionString,
       storage,
       tools,
       media,

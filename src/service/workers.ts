@@ -3,6 +3,7 @@ import type { Config } from '../config/config.js';
 import type { Db } from '../db/pool.js';
 import { expireFiles, startJanitor } from '../files/janitor.js';
 import { expireOutputs } from '../runs/outputs.js';
+import { deleteExpiredRows } from '../retention/janitor.js';
 import { resolveMediaBinaries, type MediaBinaries } from '../media/binaries.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { startMetricsServer, type MetricsServer } from '../metrics/server.js';
@@ -24,7 +25,6 @@ export interface BackgroundWork {
 export async function startBackgroundWork(deps: {
   config: Config;
   db: Db;
-  connectionString: string;
   storage: Storage;
   tools: ToolRegistry;
   media: MediaBinaries;
@@ -37,7 +37,12 @@ export async function startBackgroundWork(deps: {
   const webhooks = new WebhookWorker(deps);
   await webhooks.start();
   const janitor = startJanitor(
-    [() => expireFiles(deps.db, deps.storage, deps.logger), () => expireOutputs(deps.db, deps.storage, deps.logger)],
+    [
+      () => expireFiles(deps.db, deps.storage, deps.logger),
+      () => expireOutputs(deps.db, deps.storage, deps.logger),
+      // After the expiries above, so that rows they just marked are counted from their expiry.
+      () => deleteExpiredRows(deps.db.pool, deps.config.retention, deps.logger),
+    ],
     deps.logger,
   );
   return {
@@ -78,7 +83,6 @@ export async function startWorkerProcess(config: Config, logger: Logger): Promis
     background = await startBackgroundWork({
       config,
       db: database.db,
-      connectionString: database.connectionString,
       storage: await createStorage(config, database.db.pool),
       tools,
       media: resolveMediaBinaries(),

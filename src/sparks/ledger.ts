@@ -6,34 +6,38 @@ import type { Queryable } from '../db/pool.js';
  * most once per run, whatever retries or races occur. Amounts are the effect on the balance.
  */
 
-/** Holds `amount` for a run; false (and nothing written) when the balance is short. */
+/**
+ * Holds `amount` for a run; false (and nothing written) when the balance is short. One statement
+ * (issue 37): the ledger row is written only if the balance was taken.
+ */
 export async function holdForRun(tx: Queryable, teamId: string, runId: string, amount: number): Promise<boolean> {
-  const { rowCount } = await tx.query(
-    `UPDATE teams SET sparks_available = sparks_available - $2::bigint
-      WHERE id = $1::uuid AND sparks_available >= $2::bigint`,
-    [teamId, amount],
-  );
-  if (!rowCount) return false;
-  await tx.query(
-    `INSERT INTO ledger_entries (team_id, kind, amount, run_id) VALUES ($1::uuid, 'hold', $2::bigint, $3::uuid)`,
-    [teamId, -amount, runId],
-  );
-  return true;
+  const { rowCount } = await tx.query({
+    name: 'ledger-hold',
+    text: `WITH taken AS (
+             UPDATE teams SET sparks_available = sparks_available - $2::bigint
+              WHERE id = $1::uuid AND sparks_available >= $2::bigint RETURNING id)
+           INSERT INTO ledger_entries (team_id, kind, amount, run_id) SELECT id, 'hold', -$2::bigint, $3::uuid FROM taken`,
+    values: [teamId, amount, runId],
+  });
+  return rowCount === 1;
 }
 
-/** Releases a run's whole hold and charges `charge` of it (0 for failed and canceled runs). */
+/**
+ * Releases a run's whole hold and charges `charge` of it (0 for failed and canceled runs): the
+ * release row, the charge row when there is a charge, and the balance, in one statement (issue 37).
+ */
 export async function settleRun(tx: Queryable, teamId: string, runId: string, hold: number, charge: number): Promise<void> {
-  await tx.query(
-    `INSERT INTO ledger_entries (team_id, kind, amount, run_id) VALUES ($1::uuid, 'release', $2::bigint, $3::uuid)`,
-    [teamId, hold, runId],
-  );
-  if (charge > 0) {
-    await tx.query(
-      `INSERT INTO ledger_entries (team_id, kind, amount, run_id) VALUES ($1::uuid, 'charge', $2::bigint, $3::uuid)`,
-      [teamId, -charge, runId],
-    );
-  }
-  await tx.query('UPDATE teams SET sparks_available = sparks_available + $2::bigint WHERE id = $1::uuid', [teamId, hold - charge]);
+  await tx.query({
+    name: 'ledger-settle',
+    text: `WITH moves AS (
+             INSERT INTO ledger_entries (team_id, kind, amount, run_id)
+             SELECT $1::uuid, m.kind, m.amount, $3::uuid
+               FROM (VALUES (1, 'release', $2::bigint), (2, 'charge', -$4::bigint)) AS m(n, kind, amount)
+              WHERE m.n = 1 OR $4::bigint > 0
+              ORDER BY m.n)
+           UPDATE teams SET sparks_available = sparks_available + ($2::bigint - $4::bigint) WHERE id = $1::uuid`,
+    values: [teamId, hold, runId, charge],
+  });
 }
 
 /**

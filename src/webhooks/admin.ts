@@ -129,6 +129,9 @@ export async function redeliverDelivery(db: Queryable, endpointId: string, deliv
   if (!found[0]) throw new AdminError(`no delivery ${deliveryId} to endpoint ${endpointId}`, 'not_found');
   const rows = await requeueFailed(db, { deliveryId });
   if (!rows.length) {
+    // Deleted meanwhile by the retention janitor (it held the row while this waited): gone, as if never found.
+    const { rowCount } = await db.query('SELECT 1 FROM webhook_deliveries WHERE id = $1::uuid', [deliveryId]);
+    if (!rowCount) throw new AdminError(`no delivery ${deliveryId} to endpoint ${endpointId}`, 'not_found');
     throw new AdminError(
       found[0].status === 'failed'
         ? `delivery ${deliveryId} goes to a paused endpoint; resume it first`

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import { Listener } from '../db/listen.js';
+import type { Subscription } from '../db/listen.js';
 import type { Db } from '../db/pool.js';
 import type { WebhookMetrics } from '../metrics/metrics.js';
 import { AgentPool, type AgentPoolOptions } from '../net/agents.js';
@@ -63,7 +63,7 @@ interface Finished {
  */
 export class WebhookWorker {
   readonly id = `${os.hostname()}:${process.pid}:wh:${randomUUID().slice(0, 8)}`;
-  private readonly listener: Listener;
+  private readonly listener: Subscription;
   private stopping = false;
   /** Deliveries claimed and not yet settled (or dropped, or given back). */
   private held = 0;
@@ -87,7 +87,6 @@ export class WebhookWorker {
       config: Config;
       db: Db;
       logger: Logger;
-      connectionString: string;
       metrics?: WebhookMetrics;
       /** Tests: other bounds for the connection pool. */
       agents?: Partial<AgentPoolOptions>;
@@ -97,11 +96,8 @@ export class WebhookWorker {
     // Idle sockets: no more than can be busy at once. Agents: room for every slot on an endpoint
     // of its own, so a burst across many endpoints does not retire agents still in use.
     this.agents = new AgentPool({ idleMs: WEBHOOK_IDLE_MS, maxAgents: Math.max(64, concurrency), maxIdleSockets: concurrency, ...opts.agents });
-    this.listener = new Listener({
-      connectionString: opts.connectionString,
+    this.listener = opts.db.notifications.subscribe({
       channels: [WEBHOOKS_CHANNEL],
-      applicationName: 'toolrun-webhooks-listen',
-      logger: opts.logger,
       onNotification: () => this.poke(),
       onConnected: () => this.poke(),
     });

@@ -139,10 +139,12 @@ export async function drive(stack: Stack, ca: RunCa, opts: DriveOptions = {}): P
 
     const output = done.outputs[0];
     assert.ok(output);
-    const signed = await viaB.runs.outputUrl(done.id, output.asset_id);
-    assert.ok(signed.url.startsWith(opts.storageUrl ?? urlA), `the output is served from ${new URL(signed.url).origin}`);
+    // download() waits out 409 output_not_ready (the stored copy's check can outlast the run's
+    // end, longer on S3); the URL is asked for after it, when a second ask answers at once.
     const outputs = await viaB.runs.download(done, dir);
     assert.equal(outputs.length, 1);
+    const signed = await viaB.runs.outputUrl(done.id, output.asset_id);
+    assert.ok(signed.url.startsWith(opts.storageUrl ?? urlA), `the output is served from ${new URL(signed.url).origin}`);
     const meta = await sharp(outputs[0]!.path).metadata();
     assert.deepEqual([meta.width, meta.height], [width * 2, height * 2]);
 

@@ -202,7 +202,6 @@ export class WorkerSet {
       tools: this.tools,
       media: resolveMediaBinaries(),
       logger: testLogger(this.logs ? 'info' : 'silent', this.logs),
-      connectionString: this.s.database.url,
       concurrency: opts.concurrency ?? 2,
     });
     this.workers.push(worker);

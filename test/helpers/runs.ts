@@ -59,6 +59,35 @@ export const start = (s: TestServer, key: string | null, tool: string, body: unk
 
 export const getRun = (s: TestServer, key: string, runId: string) => call(s, key, 'GET', `/v1/runs/${runId}`);
 
+/**
+ * The run once final, waited for the way a client should: GET with `Prefer: wait` (the server
+ * answers when the run ends), a few requests however long the run takes. Polling every few ms
+ * instead spent the key's 300 requests a minute on a slow machine and got 429s.
+ */
+export async function finalRun(s: TestServer, key: string, runId: string, timeoutMs = 120_000): Promise<RunJson> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await call(s, key, 'GET', `/v1/runs/${runId}`, undefined, { prefer: 'wait=20' });
+    assert.equal(res.statusCode, 200, res.body);
+    const run = res.json<RunJson>();
+    if (['succeeded', 'failed', 'canceled'].includes(run.status)) return run;
+    if (Date.now() > deadline) throw new Error(`run ${runId} still ${run.status} after ${timeoutMs} ms`);
+  }
+}
+
+/** An output's signed URL once its stored copy is checked (409 output_not_ready until then), asked every 250 ms. */
+export async function readyOutputUrl(s: TestServer, key: string, runId: string, assetId: string, timeoutMs = 60_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await call(s, key, 'GET', `/v1/runs/${runId}/outputs/${assetId}/url`);
+    if (res.statusCode === 200) return res.json<{ url: string }>().url;
+    assert.equal(res.statusCode, 409, res.body);
+    assert.equal(res.json<{ error: { code: string } }>().error.code, 'output_not_ready');
+    if (Date.now() > deadline) throw new Error(`output ${assetId} still not ready after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 export function runOf(res: LightMyRequestResponse, status = 202): RunJson {
   assert.equal(res.statusCode, status, res.body);
   const run = res.json<RunJson>();

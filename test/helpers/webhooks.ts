@@ -139,7 +139,6 @@ export async function startWebhookWorker(t: TestApp, change: Partial<WebhooksCon
     config: { ...t.config, webhooks: { ...t.config.webhooks, ...change } },
     db: t.database.db,
     logger: testLogger('warn', t.logs),
-    connectionString: t.database.url,
     agents,
   });
   await w.start();

@@ -29,7 +29,6 @@ const worker = new RunWorker({
   tools: testRegistry(),
   media: resolveMediaBinaries(),
   logger,
-  connectionString: config.databaseUrl,
   concurrency: config.workerConcurrency,
 });
 await worker.start();

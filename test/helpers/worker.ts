@@ -13,7 +13,6 @@ export async function startTestWorker(t: TestApp, tools: ToolRegistry, opts: { c
     tools,
     media: resolveMediaBinaries(),
     logger: testLogger('warn', t.logs),
-    connectionString: t.database.url,
     concurrency: opts.concurrency ?? 2,
   });
   await worker.start();
