@@ -18,7 +18,6 @@ function ctx(teamId: string, keyId = `key-${teamId}`): KeyContext {
     plan: 'pro',
     memberId: 'm',
     role: 'owner',
-    sparksAvailable: 10,
     rateTokens: 60,
     taken: 1,
   };
@@ -36,7 +35,7 @@ describe('KeyCache', () => {
     const { cache, clock } = cacheAt(5000);
     cache.put('k1', ctx('t1'), cache.ticket());
     clock.now += 5000;
-    assert.equal(cache.get('k1')?.ctx.teamId, 't1');
+    assert.equal(cache.get('k1')?.value.teamId, 't1');
     clock.now += 1;
     assert.equal(cache.get('k1'), null);
     assert.equal(cache.size, 0, 'the stale entry is dropped');
@@ -50,7 +49,7 @@ describe('KeyCache', () => {
     cache.invalidateTeam('ta');
     assert.equal(cache.get('a1'), null);
     assert.equal(cache.get('a2'), null);
-    assert.equal(cache.get('b1')?.ctx.keyId, 'b1');
+    assert.equal(cache.get('b1')?.value.keyId, 'b1');
   });
 
   test('a read that began before an invalidation of its team, or of all, is not kept; one that began after is', () => {
@@ -61,7 +60,7 @@ describe('KeyCache', () => {
     assert.equal(cache.get('a1'), null, 'what the invalidation removed came back');
     // Another team's invalidation does not hold back this team's reads.
     cache.put('b1', ctx('tb'), early);
-    assert.equal(cache.get('b1')?.ctx.teamId, 'tb');
+    assert.equal(cache.get('b1')?.value.teamId, 'tb');
 
     const before = cache.ticket();
     cache.clear();
@@ -70,7 +69,7 @@ describe('KeyCache', () => {
 
     const late = cache.ticket();
     cache.put('a1', ctx('ta'), late);
-    assert.equal(cache.get('a1')?.ctx.teamId, 'ta');
+    assert.equal(cache.get('a1')?.value.teamId, 'ta');
   });
 
   test('while not listening nothing is kept or served; each change of the connection empties it', () => {
@@ -83,7 +82,7 @@ describe('KeyCache', () => {
     cache.setListening(true);
     assert.equal(cache.get('k1'), null, 'what was cached before the connection dropped stays dropped');
     cache.put('k3', ctx('t3'), cache.ticket());
-    assert.equal(cache.get('k3')?.ctx.teamId, 't3');
+    assert.equal(cache.get('k3')?.value.teamId, 't3');
   });
 
   test('entries are bounded: past the bound the oldest goes', () => {
@@ -91,7 +90,7 @@ describe('KeyCache', () => {
     for (const k of ['k1', 'k2', 'k3', 'k4']) cache.put(k, ctx(`t-${k}`, k), cache.ticket());
     assert.equal(cache.size, 3);
     assert.equal(cache.get('k1'), null);
-    assert.equal(cache.get('k4')?.ctx.keyId, 'k4');
+    assert.equal(cache.get('k4')?.value.keyId, 'k4');
   });
 
   test('remembered invalidations are bounded too: past the bound, one clear stands for them all', () => {
@@ -101,7 +100,7 @@ describe('KeyCache', () => {
     cache.put('k', ctx('t9'), early);
     assert.equal(cache.get('k'), null, 'a read from before the clear is refused');
     cache.put('k', ctx('t9'), cache.ticket());
-    assert.equal(cache.get('k')?.ctx.teamId, 't9');
+    assert.equal(cache.get('k')?.value.teamId, 't9');
   });
 
   test('0 as the age bound turns the cache off', () => {

@@ -1,115 +1,14 @@
+import { TeamCache, type Cached } from '../core/team-cache.js';
 import type { KeyContext } from './repository.js';
 
-/** Channel on which PostgreSQL names a team whose keys' contexts changed (migration 0009). */
+/** Channel on which PostgreSQL names a team whose keys' contexts changed (migrations 0009, 0024). */
 export const AUTH_CHANNEL = 'toolrun_auth';
 
-export interface CachedKey {
-  ctx: KeyContext;
-  /** When ctx was read from PostgreSQL (ms): the age bound counts from here. */
-  readAt: number;
-}
+export type CachedKey = Cached<KeyContext>;
 
 /**
- * Contexts of keys that authenticated lately (team, plan, member, role, scopes, rate, Sparks),
- * by the hex of the key's hash, so that a known key costs no SQL. Three things keep an entry
- * honest: a notification naming its team drops it (PostgreSQL sends one for every change, see
- * migration 0009); while the LISTEN connection is down nothing is cached or served, and each
- * (re)connection starts empty, since notifications sent meanwhile were missed; and no entry is
- * served past maxAgeMs, the last line of defence.
- *
- * A read that began before an invalidation must not put back what the invalidation removed:
- * reads take a ticket first (`ticket()`), and `put` refuses a ticket older than the last
- * invalidation of the entry's team or of the whole cache.
+ * Contexts of keys that authenticated lately (team, plan, member, role, scopes, rate), by the hex
+ * of the key's hash, so that a known key costs no SQL; dropped when toolrun_auth names their team
+ * (PostgreSQL sends one for every change but the balance's, see migrations 0009 and 0024).
  */
-export class KeyCache {
-  private readonly entries = new Map<string, CachedKey>();
-  private readonly byTeam = new Map<string, Set<string>>();
-  /** Sequence of invalidations; a ticket is its value when a read began. */
-  private seq = 0;
-  private clearedAt = 0;
-  private readonly teamInvalidatedAt = new Map<string, number>();
-  private live = false;
-
-  constructor(
-    private readonly maxAgeMs: number,
-    private readonly maxEntries = 50_000,
-    private readonly now: () => number = Date.now,
-  ) {}
-
-  /** Whether the cache is in use (its notifications can be heard). */
-  get listening(): boolean {
-    return this.live;
-  }
-
-  get size(): number {
-    return this.entries.size;
-  }
-
-  /** The LISTEN connection is up (true) or lost (false): either way, what is cached may be stale. */
-  setListening(live: boolean): void {
-    this.live = live;
-    this.clear();
-  }
-
-  ticket(): number {
-    return this.seq;
-  }
-
-  get(hashHex: string): CachedKey | null {
-    if (!this.live) return null;
-    const e = this.entries.get(hashHex);
-    if (!e) return null;
-    if (this.now() - e.readAt > this.maxAgeMs) {
-      this.remove(hashHex, e.ctx.teamId);
-      return null;
-    }
-    return e;
-  }
-
-  /** Keeps a context read from PostgreSQL, unless an invalidation came after the read began. */
-  put(hashHex: string, ctx: KeyContext, ticket: number): void {
-    if (!this.live || this.maxAgeMs <= 0 || ticket < this.clearedAt || ticket < (this.teamInvalidatedAt.get(ctx.teamId) ?? 0)) return;
-    const old = this.entries.get(hashHex);
-    if (old) this.remove(hashHex, old.ctx.teamId);
-    // Past the bound, the oldest entry goes (Map keeps insertion order).
-    if (this.entries.size >= this.maxEntries) {
-      const oldest = this.entries.entries().next().value;
-      if (oldest) this.remove(oldest[0], oldest[1].ctx.teamId);
-    }
-    this.entries.set(hashHex, { ctx, readAt: this.now() });
-    let keys = this.byTeam.get(ctx.teamId);
-    if (!keys) this.byTeam.set(ctx.teamId, (keys = new Set()));
-    keys.add(hashHex);
-  }
-
-  /** Something about this team changed: its keys are read again on their next request. */
-  invalidateTeam(teamId: string): void {
-    this.seq += 1;
-    // Tickets are compared with the team's last invalidation; past many teams, one clear does
-    // the same for all of them and bounds this map.
-    if (this.teamInvalidatedAt.size >= this.maxEntries) {
-      this.clear();
-      return;
-    }
-    this.teamInvalidatedAt.set(teamId, this.seq);
-    const keys = this.byTeam.get(teamId);
-    if (!keys) return;
-    for (const k of keys) this.entries.delete(k);
-    this.byTeam.delete(teamId);
-  }
-
-  clear(): void {
-    this.seq += 1;
-    this.clearedAt = this.seq;
-    this.entries.clear();
-    this.byTeam.clear();
-    this.teamInvalidatedAt.clear();
-  }
-
-  private remove(hashHex: string, teamId: string): void {
-    this.entries.delete(hashHex);
-    const keys = this.byTeam.get(teamId);
-    keys?.delete(hashHex);
-    if (keys && keys.size === 0) this.byTeam.delete(teamId);
-  }
-}
+export class KeyCache extends TeamCache<KeyContext> {}

@@ -43,8 +43,8 @@ interface Admission {
 
 /** A cached context's shared bucket now: as read, plus the refill since, capped at a minute's worth. */
 function bucketNow(c: CachedKey, now = Date.now()): number {
-  const limit = c.ctx.rateLimitPerMinute;
-  return Math.min(limit, c.ctx.rateTokens + ((now - c.readAt) / 60_000) * limit);
+  const limit = c.value.rateLimitPerMinute;
+  return Math.min(limit, c.value.rateTokens + ((now - c.readAt) / 60_000) * limit);
 }
 
 /**
@@ -84,7 +84,7 @@ export function createAuthHook(
       if (took !== 'claimed') return took;
     }
     const known = cache.get(k);
-    const ctx = known ? known.ctx : await read(k, hash, 0);
+    const ctx = known ? known.value : await read(k, hash, 0);
     if (!ctx) {
       reservations.add(k, 1);
       return { ctx, allowed: false, remaining: 0, bucket: 0 };
@@ -231,8 +231,8 @@ export function createAuthHook(
         if (cached && reservations.spend(hex, now)) {
           const bucket = bucketNow(cached, now);
           const available = reservations.available(hex, now);
-          decide(request, reply, scope, hex, null, cached.ctx, true, Math.floor(bucket) + available, bucket);
-          refillAhead(hex, cached.ctx, available);
+          decide(request, reply, scope, hex, null, cached.value, true, Math.floor(bucket) + available, bucket);
+          refillAhead(hex, cached.value, available);
           return done();
         }
       } catch (err) {

@@ -18,11 +18,6 @@ export interface KeyContext {
   plan: Plan;
   memberId: string;
   role: Role;
-  /**
-   * The balance when the context was read. A cached context keeps it past later holds and
-   * settlements (they do not invalidate cached keys, migration 0024): read teams for the balance.
-   */
-  sparksAvailable: number;
   /** Tokens in the key's shared bucket after this statement (for the RateLimit headers). */
   rateTokens: number;
   /** Tokens this statement took from the shared bucket (0 when it was empty); null when it only looked. */
@@ -41,7 +36,6 @@ interface Row {
   plan: Plan;
   member_id: string;
   role: Role;
-  sparks_available: number;
   tokens: number;
   taken: number | null;
 }
@@ -49,7 +43,7 @@ interface Row {
 const KEY_CTE = `
 WITH k AS (
   SELECT k.id, k.name, k.prefix, k.key_hash, k.scopes, k.rate_limit_per_minute, k.team_id, k.member_id,
-         m.role, t.name AS team_name, t.plan, t.sparks_available,
+         m.role, t.name AS team_name, t.plan,
          -- At most one second's worth of tokens per take (at least one), capped by $2.
          greatest(1, least($2::integer, floor(k.rate_limit_per_minute / 60.0)))::integer AS batch
     FROM api_keys k
@@ -130,7 +124,6 @@ export async function authenticateKey(db: Queryable, hash: Buffer, maxTake: numb
     plan: row.plan,
     memberId: row.member_id,
     role: row.role,
-    sparksAvailable: row.sparks_available,
     rateTokens: row.tokens,
     taken: row.taken,
   };

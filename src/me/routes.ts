@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireAuth } from '../auth/plugin.js';
 import { AUTH_ERRORS, errorResponses } from '../core/schemas.js';
 import type { Db } from '../db/pool.js';
+import type { Balances } from '../sparks/balances.js';
 
 export const MeSchema = Type.Object(
   {
@@ -40,10 +41,11 @@ export const MeSchema = Type.Object(
 export type Me = Static<typeof MeSchema>;
 
 /**
- * The balance is read here, not taken from the key's cached context: a run's hold and settlement
- * change it without invalidating cached keys (migration 0024), so the cache never pays for them.
+ * The balance is not the key's cached context's: a run's hold and settlement change it without
+ * invalidating cached keys (migration 0024). It comes from `balances`, dropped on each change
+ * (migration 0026).
  */
-export const meRoutes = (deps: { db: Pick<Db, 'pool'> }): FastifyPluginAsyncTypebox => async (app) => {
+export const meRoutes = (deps: { db: Pick<Db, 'pool'>; balances: Balances }): FastifyPluginAsyncTypebox => async (app) => {
   app.get(
     '/v1/me',
     {
@@ -57,7 +59,7 @@ export const meRoutes = (deps: { db: Pick<Db, 'pool'> }): FastifyPluginAsyncType
     },
     async (request) => {
       const auth = requireAuth(request);
-      const { rows } = await deps.db.pool.query<{ sparks: number }>('SELECT sparks_available AS sparks FROM teams WHERE id = $1::uuid', [auth.teamId]);
+      const sparks = await deps.balances.of(deps.db.pool, auth.teamId);
       const me: Me = {
         object: 'me',
         team: { id: auth.teamId, name: auth.teamName, plan: auth.plan },
@@ -68,7 +70,7 @@ export const meRoutes = (deps: { db: Pick<Db, 'pool'> }): FastifyPluginAsyncType
           scopes: auth.scopes,
           rate_limit_per_minute: auth.rateLimitPerMinute,
         },
-        sparks_available: rows[0]?.sparks ?? 0,
+        sparks_available: sparks,
       };
       return me;
     },

@@ -87,7 +87,11 @@ async function waitedRun(
   }
 }
 
-export function runRoutes(deps: RunsDeps & { waiters?: RunWaiters | undefined }): FastifyPluginAsyncTypebox {
+/**
+ * balanceChanged: called once a start or a cancel has committed, so that this process answers the
+ * team's new balance at once (the notification, migration 0026, tells every process a moment later).
+ */
+export function runRoutes(deps: RunsDeps & { waiters?: RunWaiters | undefined; balanceChanged(teamId: string): void }): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
       '/v1/tools/:tool_id/estimate',
@@ -132,6 +136,7 @@ export function runRoutes(deps: RunsDeps & { waiters?: RunWaiters | undefined })
           cancelAfter: request.headers['cancel-after'],
         });
         if (started.replayed) reply.header('Idempotent-Replayed', 'true');
+        else deps.balanceChanged(auth.teamId);
         const run = await waitedRun(deps, request, reply, auth, started.run.id, async () =>
           started.run.status === 'queued' && request.headers.prefer === undefined ? started.run : getRun(deps, auth.teamId, started.run.id),
         );
@@ -194,7 +199,9 @@ export function runRoutes(deps: RunsDeps & { waiters?: RunWaiters | undefined })
       },
       async (request) => {
         const { teamId } = requireAuth(request);
-        return cancelRun(deps, teamId, request.params.run_id);
+        const run = await cancelRun(deps, teamId, request.params.run_id);
+        deps.balanceChanged(teamId);
+        return run;
       },
     );
 

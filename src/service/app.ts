@@ -12,6 +12,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import { AUTH_CHANNEL, KeyCache } from '../auth/key-cache.js';
+import { Balances, SPARKS_CHANNEL } from '../sparks/balances.js';
 import { KeyUsage } from '../auth/key-usage.js';
 import { createAuthHook } from '../auth/plugin.js';
 import { consolePages, storageOrigin } from '../console/pages.js';
@@ -119,16 +120,18 @@ class QuietStartLogController extends LogController {
 }
 
 /**
- * The cache of API keys' contexts, kept true by a LISTEN connection of this app's own: every
- * notification names a team whose keys are read again; while the connection is down the cache
- * is off (and emptied), so a key is never answered from memory on a change nobody heard of.
+ * The caches of API keys' contexts and of teams' balances, kept true by the process's LISTEN
+ * connection: every notification names a team whose keys (toolrun_auth: keys and balance) or
+ * balance (toolrun_sparks) are read again; while the connection is down the caches are off (and
+ * emptied), so nothing is answered from memory on a change nobody heard of.
  */
-async function listenForKeyChanges(app: FastifyInstance, config: Config, db: Db, waiters: RunWaiters, hub: StreamHub): Promise<KeyCache> {
+async function listenForKeyChanges(app: FastifyInstance, config: Config, db: Db, waiters: RunWaiters, hub: StreamHub): Promise<{ keyCache: KeyCache; balances: Balances }> {
   const cache = new KeyCache(config.keyCacheMaxAgeMs);
+  const balances = new Balances(config.keyCacheMaxAgeMs);
   // The same connection hears runs becoming final, for requests that wait for them (Prefer: wait),
   // and runs and teams changing, for the event streams.
   const listener = db.notifications.subscribe({
-    channels: [AUTH_CHANNEL, EVENTS_CHANNEL, RUN_CHANGES_CHANNEL, TEAM_EVENTS_CHANNEL],
+    channels: [AUTH_CHANNEL, SPARKS_CHANNEL, EVENTS_CHANNEL, RUN_CHANGES_CHANNEL, TEAM_EVENTS_CHANNEL],
     onNotification: (channel, payload) => {
       if (channel === EVENTS_CHANNEL) {
         if (payload) {
@@ -145,20 +148,34 @@ async function listenForKeyChanges(app: FastifyInstance, config: Config, db: Db,
         if (payload) hub.teamEvent(payload);
         return;
       }
-      if (payload) cache.invalidateTeam(payload);
-      else cache.clear();
+      if (channel === SPARKS_CHANNEL) {
+        if (payload) balances.changed(payload);
+        else balances.clear();
+        return;
+      }
+      if (payload) {
+        cache.invalidateTeam(payload);
+        balances.changed(payload);
+      } else {
+        cache.clear();
+        balances.clear();
+      }
       hub.accessChanged(payload || null);
     },
     onConnected: () => {
       cache.setListening(true);
+      balances.setListening(true);
       waiters.notifyAll();
       hub.wakeAll();
     },
-    onDisconnected: () => cache.setListening(false),
+    onDisconnected: () => {
+      cache.setListening(false);
+      balances.setListening(false);
+    },
   });
   await listener.startOrRetry();
   app.addHook('onClose', async () => listener.stop());
-  return cache;
+  return { keyCache: cache, balances };
 }
 
 /** The app's logger with the serializer Fastify adds to it for `res` (a reply: its status only). */
@@ -264,7 +281,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const hub = new StreamHub(config.streams);
   // Open event streams end as closing begins, or they would hold the close up to its grace period.
   app.addHook('preClose', async () => hub.shutdown());
-  const keyCache = await listenForKeyChanges(app, config, db, waiters, hub);
+  const { keyCache, balances } = await listenForKeyChanges(app, config, db, waiters, hub);
   const authFor = createAuthHook(config, db, usage, keyCache);
   const strings = registerStringChecks();
   // Before any route is added: each gets its key and character checks as it comes.
@@ -309,10 +326,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { notFoundMessage } = methods;
   await app.register(docsRoutes({ openapi, publicBaseUrl: config.publicBaseUrl, notFoundMessage }));
   if (deps.metrics) await app.register(metricsRoutes({ metrics: deps.metrics, token: config.metrics.token, notFoundMessage }));
-  await app.register(meRoutes({ db }));
+  await app.register(meRoutes({ db, balances }));
   await app.register(toolRoutes(tools));
   await app.register(fileRoutes({ config, db, storage: deps.storage, media: deps.media }));
-  await app.register(runRoutes({ config, db, tools, storage: deps.storage, waiters }));
+  await app.register(runRoutes({ config, db, tools, storage: deps.storage, waiters, balanceChanged: (teamId) => balances.changed(teamId) }));
   await app.register(runEventRoutes({ config, db, tools, storage: deps.storage, hub }));
   await app.register(webhookRoutes({ config, db }));
   await app.register(teamEventRoutes({ db, hub }));
