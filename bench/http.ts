@@ -10,7 +10,7 @@
  * Environment: DATABASE_URL (else an embedded PostgreSQL in a temp dir), BENCH_DURATION (s, 10),
  * BENCH_WARMUP (s, 3), BENCH_ROUNDS (3), BENCH_CONNECTIONS (50), BENCH_PIPELINING (1),
  * BENCH_LOG_LEVEL (the API's LOG_LEVEL, warn), BENCH_PROBE=0 to skip the SQL-only diagnostic,
- * BENCH_CALLGRIND=0 to skip the instruction counts, BENCH_CG_WARMUP (20000), BENCH_CG_WINDOWS (8),
+ * BENCH_CALLGRIND=0 to skip the instruction counts, BENCH_CG_WARMUP (20000), BENCH_CG_WINDOWS (14, the most a series takes),
  * BENCH_CG_REQUESTS (2000), BENCH_CG_NODE_ARGS (node flags of both servers under callgrind; see
  * bench/lib/http-instructions.ts).
  */
@@ -20,7 +20,7 @@ import pg from 'pg';
 import { startApiChild, startServerChild, type ServerChild } from './lib/children.js';
 import type { BenchDatabase } from './lib/db.js';
 import { npmStartIdleRss, type NpmStartRss } from './lib/npm-start.js';
-import { countInstructions, instructionSettings, type CountedTarget, type InstructionResult } from './lib/http-instructions.js';
+import { countInstructions, instructionSettings, SETTLE_RUN, SETTLE_SPREAD, type CountedTarget, type InstructionResult } from './lib/http-instructions.js';
 import { probeAuthQuery, type ProbeResult } from './lib/pg-probe.js';
 import { callgrindVersion, cpuMeter } from './lib/request-cost.js';
 import { envInt, figure, finish, fmt, loadNote, median, resultHeader, sleep, type BenchResult, runBench } from './lib/report.js';
@@ -32,6 +32,10 @@ import type { Point } from './lib/svg.js';
  * issue 29 moved it to CPU time per request: throughput ratios moved with how much of the two
  * cores the load generator took (0.648 on one machine, 0.429 on another for the same code).
  */
+/** How many windows each server's series took, and whether it settled. */
+const settleText = (r: InstructionResult) =>
+  (['bare', 'healthz', 'me'] as const).map((k) => `${k} ${r[k].windows.length}${r[k].settled ? '' : ', not settled: the later half'}`).join('; ');
+
 const RATIO_TARGET = 0.6;
 /** The authenticated p99 at most this many times the bare p99 (issue 16). */
 const P99_RATIO_TARGET = 3;
@@ -271,12 +275,11 @@ async function main(svc: BenchService): Promise<void> {
   // Each round's ratio against the bare server's run of the same round (targets interleave round by round).
   const perRound = (id: Target['id'], f: (r: Run) => number) => (get(id)?.runs ?? []).map((r, i) => f(r) / f(bareT?.runs[i] ?? r));
   const cpuRun = (r: Run) => r.serverCpuUs + r.pgCpuUs;
-  // The settled windows (the later half) of both servers, window by window.
+  // The counted windows of both servers, window by window (as many as both have).
   const windowRatios = (t: CountedTarget | undefined) => {
     if (!t || !instructions) return [];
-    const half = (c: CountedTarget) => c.windows.slice(Math.floor(c.windows.length / 2));
-    const bare = half(instructions.bare);
-    return half(t).map((w, i) => w.main / (bare[i]?.main ?? Number.NaN));
+    const bare = instructions.bare.counted;
+    return t.counted.slice(0, bare.length).map((w, i) => w.main / (bare[i]?.main ?? Number.NaN));
   };
   const result: BenchResult = {
     ...resultHeader('http', 'HTTP: authenticated GET /v1/me against a bare Fastify route answering the same JSON', { before: loadBefore, after: loadAfter }, database, settings),
@@ -322,7 +325,8 @@ async function main(svc: BenchService): Promise<void> {
         'over a measured round, divided by the requests answered in it; medians of the rounds. The target is on it (bare/key >= 0.6): unlike throughput, it does not move with how much of the cores the load generator takes.',
       ...(instructions
         ? [`Instructions: ${valgrind ?? 'valgrind'} callgrind, each server alone under it (the API as \`serve --no-workers\`), ${settings.instructions.warmup} warm-up requests, then ` +
-            `${settings.instructions.windows} windows of ${settings.instructions.requests} requests sent one at a time on one connection; the median of the later half of the windows, per request. ` +
+            `windows of ${settings.instructions.requests} requests sent one at a time on one connection until ${SETTLE_RUN} windows in a row agree within ${SETTLE_SPREAD * 100}% ` +
+            `(at most ${settings.instructions.windows}), the median of those, per request (windows taken: ${settleText(instructions)}). ` +
             'The event-loop thread is the figure (it serves the requests); all threads adds V8\'s compiler and collector helpers. User space only: the kernel\'s share (the socket writes) is in the CPU time. ' +
             `Both servers run with the same node flags (${settings.instructions.nodeArgs.join(' ') || 'none'}); the API's token reservations and key cache last a minute under callgrind, ` +
             'so a request that takes ~50 ms there costs the PostgreSQL take of every 100th request, as at full speed, not one a second. ' +

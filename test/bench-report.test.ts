@@ -11,6 +11,7 @@ import { renderMarkdown, writeReport, type BenchOutcome, type ReportInput } from
 import { compactSamples, figure, figuresTable, loadNote, type BenchResult, type LoadNote } from '../bench/lib/report.js';
 import { benchEnv, BENCHES, readResult } from '../bench/lib/suite.js';
 import { curve, renderChart, xAxis, type Chart } from '../bench/lib/svg.js';
+import { settledFrom } from '../bench/lib/http-instructions.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'toolrun-bench-report-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -365,5 +366,18 @@ describe('benchmark report', () => {
       ['http', 'upload', 'upload-s3', 'runs', 'tools', 'quality', 'quality-learned', 'video-learned', 'upscale-speed', 'webhooks', 'keys', 'brandkit', 'render-isolation', 'password', 'scale', 'retention', 'containers'],
     );
     for (const b of BENCHES) assert.equal(b.script, `bench/${b.name}.ts`);
+  });
+});
+
+describe('instruction-count series settle', () => {
+  test('a series is settled once its last three windows agree within 1% and are not still falling, counted from the first of them', () => {
+    assert.equal(settledFrom([124_000, 76_000]), null, 'fewer than three windows never settle');
+    assert.equal(settledFrom([124_000, 76_000, 72_000, 70_500]), null, '76k..70.5k is 7.8% apart');
+    assert.equal(settledFrom([124_000, 76_000, 70_400, 70_900, 70_200]), 2);
+    assert.equal(settledFrom([70_000, 70_700, 70_000]), 0, 'exactly 1% apart is within');
+    assert.equal(settledFrom([119_800, 118_800, 118_200, 117_700]), null, 'within 1% but still falling window after window');
+    assert.equal(settledFrom([118_800, 118_200, 117_700, 117_900]), 1, 'falling, then not');
+    assert.equal(settledFrom([70_000, 70_701, 70_000]), null, 'just over 1% is not');
+    assert.equal(settledFrom([0, 0, 0]), null, 'an empty count is no steady cost');
   });
 });

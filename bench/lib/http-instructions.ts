@@ -3,10 +3,11 @@
  * each run under callgrind, requests are sent to them one at a time, and what the event-loop
  * thread executes per request is counted over windows of requests after a long warm-up.
  *
- * Why windows and a median: V8 compiles and collects as it goes, so the count of a window falls as
- * the code settles and jumps when a major collection lands in it; the same steps in the same order
- * give the same counts again (repeatable within ~1% here), so the median of the later half of the
- * windows after the warm-up is the steady cost of a request. The event-loop thread is the figure; all threads
+ * Why windows: V8 compiles and collects as it goes, so the count of a window falls as the code
+ * settles and jumps when a major collection lands in it. A series takes windows until
+ * SETTLE_RUN of them in a row agree within SETTLE_SPREAD, and the median of those is the steady
+ * cost of a request; a series that never settles within its bound says so and reports the
+ * median of its later half. The event-loop thread is the figure; all threads
  * (V8's compiler and collector helpers, libuv's pool) are reported beside it.
  */
 import { startApiChild, startServerChild, type ServerChild } from './children.js';
@@ -15,11 +16,34 @@ import { envInt, median } from './report.js';
 
 export const instructionSettings = () => ({
   warmup: envInt('BENCH_CG_WARMUP', 20_000, 0),
-  windows: envInt('BENCH_CG_WINDOWS', 8, 1),
+  /** The most windows a series takes; it stops earlier once SETTLE_RUN windows in a row agree. */
+  windows: envInt('BENCH_CG_WINDOWS', 14, SETTLE_RUN),
   requests: envInt('BENCH_CG_REQUESTS', 2_000, 1),
   /** Node flags of both servers under callgrind (the same for both), space-separated. */
   nodeArgs: (process.env.BENCH_CG_NODE_ARGS ?? '').split(' ').filter(Boolean),
 });
+
+/** Windows in a row that must agree within SETTLE_SPREAD (max/min - 1) for a series to count as settled. */
+export const SETTLE_RUN = 3;
+export const SETTLE_SPREAD = 0.01;
+
+/**
+ * Where the last `run` values agree within `spread` (max/min - 1) and are not still falling one
+ * after another, the index of the first of them; else null. A series stops as soon as this is
+ * not null: a fixed number of windows was either too few (the bare server still compiling at
+ * requests 20,000-22,000 on one run, settled on the next: issue 37) or, once settled, time spent
+ * for nothing. "Still falling": /v1/me once fell 118.8k, 118.2k, 117.7k (within 1%) on its way
+ * to 114k, which another run reached.
+ */
+export function settledFrom(values: number[], run = SETTLE_RUN, spread = SETTLE_SPREAD): number | null {
+  if (values.length < run) return null;
+  const last = values.slice(-run);
+  const lo = Math.min(...last);
+  const hi = Math.max(...last);
+  const falling = last.every((v, i) => i === 0 || v < (last[i - 1] ?? v));
+  // 1e-12: 70,700 / 70,000 - 1 is 1.0000000000000009% in binary floating point.
+  return lo > 0 && !falling && hi / lo - 1 <= spread + 1e-12 ? values.length - run : null;
+}
 
 /**
  * Under callgrind a request takes ~50 ms, not ~0.1: the service's clocks see 20 requests a second
@@ -34,10 +58,14 @@ export const CALLGRIND_API_ENV: NodeJS.ProcessEnv = { TOOLRUN_RATE_RESERVATION_M
 export type InstructionSettings = ReturnType<typeof instructionSettings>;
 
 export interface CountedTarget {
-  /** Median over the later half of the windows, per request: event-loop thread, and all threads. */
+  /** Median over the counted windows, per request: event-loop thread, and all threads. */
   main: number;
   all: number;
+  /** Every window taken, in order. */
   windows: InstructionCount[];
+  /** The windows the figure is from: the settled run, or the later half when none settled. */
+  counted: InstructionCount[];
+  settled: boolean;
 }
 
 export interface InstructionResult {
@@ -48,13 +76,15 @@ export interface InstructionResult {
 
 async function series(child: ServerChild, dir: string, url: string, headers: Record<string, string>, s: InstructionSettings, before: () => Promise<void>): Promise<CountedTarget> {
   const windows: InstructionCount[] = [];
-  for (let i = 0; i < s.windows; i++) {
+  let from: number | null = null;
+  while (windows.length < s.windows && from === null) {
     await before();
-    windows.push(await instructionsPerRequest({ pid: child.pid, dir, url, headers, expect: 200, warmup: i === 0 ? s.warmup : 0, requests: s.requests }));
+    windows.push(await instructionsPerRequest({ pid: child.pid, dir, url, headers, expect: 200, warmup: windows.length === 0 ? s.warmup : 0, requests: s.requests }));
+    from = settledFrom(windows.map((w) => w.main));
   }
-  // The later half: the first windows after the warm-up still carry compilation (see above).
-  const settled = windows.slice(Math.floor(windows.length / 2));
-  return { main: median(settled.map((w) => w.main)), all: median(settled.map((w) => w.all)), windows };
+  // Not settled within the bound: the later half, whose first windows may still carry compilation (see above).
+  const counted = windows.slice(from ?? Math.floor(windows.length / 2));
+  return { main: median(counted.map((w) => w.main)), all: median(counted.map((w) => w.all)), windows, counted, settled: from !== null };
 }
 
 /** Both servers under callgrind at once (the counts do not depend on what else runs). */
