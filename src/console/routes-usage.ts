@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { errorResponses } from '../core/schemas.js';
 import { requireSession } from './guard.js';
 import type { ConsoleDeps } from './plugin.js';
-import { sparksAvailable, teamLedger, usageByDay, usageByTool } from './runs-view.js';
+import { readBalance } from '../sparks/balances.js';
+import { teamLedger, usageByDay, usageByTool } from './runs-view.js';
 import { LedgerQuerySchema, LedgerSchema, UsageSchema } from './schemas-runs.js';
 
 /** Balance and usage: the ledger a page at a time, and the last 30 days by day and by tool. Every role reads them. */
@@ -26,7 +27,7 @@ export function usageRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
         const rows = await teamLedger(deps.db.pool, s.teamId, { kind: q.kind, runId: q.run_id, before: q.cursor, limit });
         const page = rows.slice(0, limit);
         return {
-          sparks_available: await sparksAvailable(deps.db.pool, s.teamId),
+          sparks_available: await readBalance(deps.db.pool, s.teamId),
           data: page.map((l) => ({ id: l.id, kind: l.kind, amount: l.amount, run_id: l.run_id, note: l.note, created_at: l.created_at.toISOString() })),
           next_cursor: rows.length > limit ? (page[page.length - 1]?.id ?? null) : null,
         };
@@ -48,7 +49,7 @@ export function usageRoutes(deps: ConsoleDeps): FastifyPluginAsyncTypebox {
         const [days, tools, available] = await Promise.all([
           usageByDay(deps.db.pool, s.teamId),
           usageByTool(deps.db.pool, s.teamId),
-          sparksAvailable(deps.db.pool, s.teamId),
+          readBalance(deps.db.pool, s.teamId),
         ]);
         return {
           sparks_available: available,

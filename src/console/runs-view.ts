@@ -128,11 +128,6 @@ export async function teamLedger(db: Queryable, teamId: string, f: { kind?: stri
   return rows;
 }
 
-export async function sparksAvailable(db: Queryable, teamId: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>('SELECT sparks_available AS n FROM teams WHERE id = $1::uuid', [teamId]);
-  return rows[0]?.n ?? 0;
-}
-
 export const USAGE_DAYS = 30;
 
 /**

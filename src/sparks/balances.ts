@@ -46,6 +46,7 @@ export class Balances {
   }
 }
 
+/** The team's balance as PostgreSQL has it now (the console reads it so; GET /v1/me through Balances). */
 export async function readBalance(db: Queryable, teamId: string): Promise<number> {
   const { rows } = await db.query<{ sparks: number }>({ name: 'team_balance', text: 'SELECT sparks_available AS sparks FROM teams WHERE id = $1::uuid', values: [teamId] });
   return rows[0]?.sparks ?? 0;
