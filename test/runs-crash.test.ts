@@ -106,6 +106,10 @@ describe('run engine: real worker processes', { concurrency: true }, () => {
       await p.ready();
       const run = await p.c.start('slow');
       const frozen = await heldBy(e, p.procs, run.id);
+      // Frozen mid-execution, not between its claim's commit and the worker reading the answer:
+      // a worker frozen there hands the run back on thawing ("claim answered too late") and
+      // never executes it, so there is no execution to stop (seen once in three runs here).
+      await waitFor('the tool to report progress', async () => ((await runState(e.db(), run.id)).progress > 0 ? true : undefined));
       frozen.signal('SIGSTOP');
       const other = p.procs.find((w) => w !== frozen)!;
       await heldBy(e, [other], run.id, 2);
