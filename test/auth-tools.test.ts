@@ -60,6 +60,7 @@ describe('GET /v1/tools', () => {
       slots: [
         ['image', 'image', true, null],
         ['method', 'enum', false, ['learned', 'lanczos']],
+        ['scale', 'number', false, null],
       ],
     },
     video_transition: {

@@ -248,6 +248,35 @@ describe('runs, playground and usage in Chromium', () => {
     assert.deepEqual(owner?.problems, []);
   });
 
+  test('a scale 4 run from the playground: the Compare slider lays the 64 x 48 input over its 256 x 192 output, both drawn the same size', async (t) => {
+    const page = ownerPage(t);
+    if (!page) return;
+    await page.goto(`${url()}/console/playground?tool=image_upscale`);
+    await page.getByRole('heading', { level: 1, name: 'Playground' }).waitFor();
+    await fillPlayground(page, 'image_upscale', 'Image', { name: 'small.png', buffer: png });
+    const scale = page.getByLabel('Scale', { exact: true });
+    await scale.fill('4');
+    await page.getByText(/in steps of 2/).waitFor();
+    await page.getByText(/^Estimate: \d+ Sparks$/).waitFor();
+    await clickRun(page);
+    await page.getByRole('heading', { level: 1, name: 'Upscale image' }).waitFor();
+    await waitStatus(page, 'Succeeded');
+    const beforeImg = page.getByRole('img', { name: 'Before: small.png' });
+    const afterImg = page.getByRole('img', { name: /^After: / });
+    await page.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>('.compare img')].every((i) => i.complete && i.naturalWidth > 0));
+    assert.equal(await beforeImg.evaluate((i: HTMLImageElement) => i.naturalWidth), 64);
+    assert.equal(await afterImg.evaluate((i: HTMLImageElement) => i.naturalWidth), 256);
+    assert.equal(await afterImg.evaluate((i: HTMLImageElement) => i.naturalHeight), 192);
+    const [b, a] = [await beforeImg.boundingBox(), await afterImg.boundingBox()];
+    assert.ok(a && b && a.width > 0, 'both images are drawn');
+    assert.ok(Math.abs(a.width - b.width) <= 1 && Math.abs(a.height - b.height) <= 1, `before ${JSON.stringify(b)} vs after ${JSON.stringify(a)}`);
+    const compare = page.getByLabel('Compare');
+    await compare.fill('70');
+    assert.match(await beforeImg.evaluate((i: HTMLImageElement) => i.style.clipPath), /inset\(0(px)? 30% 0(px)? 0(px)?\)/);
+    await assertAccessible(page, 'a 4x run page');
+    assert.deepEqual(owner?.problems, []);
+  });
+
   test('a ceiling of 2 runs an hour: one app run and one API run, then the third start is 429 in the console and on /v1', async (t) => {
     if (!present) return t.skip(MISSING);
     assert.ok(browser);

@@ -7,11 +7,11 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import sharp, { type Metadata } from 'sharp';
+import sharp from 'sharp';
 import { imageUpscale } from '../src/tools/catalog/image-upscale.js';
-import { upscaleImage } from '../src/tools/image/upscale.js';
-import { LumaNet, lumaPlane, type LumaOutput } from '../src/tools/upscaler/luma-net.js';
-import { inputFile } from './helpers/images.js';
+import { defaultModelPath, LumaNet, lumaPlane, type LumaOutput } from '../src/tools/upscaler/luma-net.js';
+import { compareNets, photoLuma } from './helpers/luma-nets.js';
+import { assertLumaOnlyChange, assertSameImage, upscaleRun as run } from './helpers/upscale-run.js';
 import { upscaleInputs } from './helpers/upscale-inputs.js';
 
 const ZERO_MODEL = path.join(import.meta.dirname, 'fixtures/upscaler/zero-correction.onnx');
@@ -32,68 +32,33 @@ const LANCZOS_BEFORE: Record<string, string> = {
   WebP: '617f625347f4d1859ef7ce3e6ae30b49a4f928ead1027632c771c2b96c098279',
 };
 
+// What the service runs (the int8 model), and the trained network it was quantised from.
 const shipped = new LumaNet({ threads: 2 });
+const trained = new LumaNet({ modelPath: defaultModelPath(2, 'fp32'), threads: 2 });
 const zero = new LumaNet({ modelPath: ZERO_MODEL, threads: 1 });
 after(async () => {
-  await shipped.close();
-  await zero.close();
+  await Promise.all([shipped.close(), trained.close(), zero.close()]);
 });
 
-interface Result {
-  bytes: Buffer;
-  meta: Metadata;
-  progress: number[];
-}
-
-async function run(
-  bytes: Buffer,
-  fileName: string,
-  method: 'learned' | 'lanczos',
-  net?: LumaNet,
-  opts: { signal?: AbortSignal; onProgress?: (f: number) => void; outDir?: string } = {},
-): Promise<Result> {
-  const input = await inputFile(bytes, fileName);
-  const outDir = opts.outDir ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'toolrun-learned-')));
-  const progress: number[] = [];
-  try {
-    const out = await upscaleImage({
-      input: input.path,
-      inputName: fileName,
-      outDir,
-      signal: opts.signal ?? new AbortController().signal,
-      progress: (f) => {
-        progress.push(f);
-        opts.onProgress?.(f);
-      },
-      timeoutSeconds: 60,
-      method,
-      ...(net ? { net } : {}),
-    });
-    assert.deepEqual(await fs.readdir(outDir), [out.fileName], 'nothing else left in the work directory');
-    const written = await fs.readFile(out.path);
-    return { bytes: written, meta: await sharp(written).metadata(), progress };
-  } finally {
-    await fs.rm(input.dir, { recursive: true, force: true });
-    if (!opts.outDir) await fs.rm(outDir, { recursive: true, force: true });
-  }
-}
-
-/** Decoded samples at the stored depth (16-bit stays 16-bit). */
-async function samples(bytes: Buffer): Promise<{ data: Uint8Array | Uint16Array; channels: number }> {
-  const meta = await sharp(bytes).metadata();
-  const sixteen = meta.depth === 'ushort';
-  // keepIccProfile: the stored values, not a conversion to sRGB.
-  const { data, info } = await sharp(bytes).keepIccProfile().raw(sixteen ? { depth: 'ushort' } : {}).toBuffer({ resolveWithObject: true });
-  return { data: sixteen ? new Uint16Array(data.buffer, data.byteOffset, data.length / 2) : data, channels: info.channels };
-}
-
 describe('the network', () => {
+  test('the service runs the int8 model by default', () => {
+    assert.equal(shipped.modelPath, defaultModelPath(2, 'int8'));
+    assert.match(shipped.modelPath, /upscaler-x2-int8\.onnx$/);
+  });
+
+  test('the int8 model stays within 6 grey levels of the trained network on a photograph (RMS under 0.5)', async () => {
+    const { worst, rms, largest } = await compareNets(shipped, trained, await photoLuma(), 2);
+    assert.ok(worst <= 6 / 255, `worst difference ${(worst * 255).toFixed(2)} grey levels`);
+    assert.ok(rms <= 0.5 / 255, `RMS ${(rms * 255).toFixed(3)} grey levels`);
+    assert.ok(largest >= 10 / 255, `the trained correction reaches ${(largest * 255).toFixed(1)} grey levels: the comparison has something to compare`);
+  });
+
   test('ONNX Runtime gives the stored PyTorch reference for a fixed input, at most 1 grey level apart', async () => {
     const ref = JSON.parse(await fs.readFile(REFERENCE, 'utf8')) as { width: number; height: number; luma255: number[]; luma2x255: number[] };
     const plane = lumaPlane(ref.width, ref.height);
     ref.luma255.forEach((v, i) => (plane[i] = v / 255));
     const got: number[] = [];
-    await shipped.run(plane, ref.width, ref.height, 'luma2x', (_y0, rows) => {
+    await trained.run(plane, ref.width, ref.height, 'luma2x', (_y0, rows) => {
       for (const v of rows) got.push(Math.round(Math.min(1, Math.max(0, v)) * 255));
     });
     assert.equal(got.length, ref.luma2x255.length);
@@ -159,40 +124,10 @@ describe('image_upscale: learned and lanczos methods on every kind of input', as
       const lanczos = await run(input.bytes, input.fileName, 'lanczos');
       assert.equal(createHash('sha256').update(lanczos.bytes).digest('hex'), LANCZOS_BEFORE[input.name]);
 
-      const viaZero = await run(input.bytes, input.fileName, 'learned', zero);
-      for (const key of ['format', 'width', 'height', 'channels', 'depth', 'space', 'hasAlpha'] as const) {
-        assert.equal(viaZero.meta[key], lanczos.meta[key], key);
-      }
-      assert.ok(viaZero.meta.icc === undefined ? lanczos.meta.icc === undefined : lanczos.meta.icc?.equals(viaZero.meta.icc), 'the same profile');
-      const a = await samples(lanczos.bytes);
-      const z = await samples(viaZero.bytes);
-      assert.deepEqual(z.data, a.data, 'the same samples');
+      await assertSameImage(lanczos, await run(input.bytes, input.fileName, 'learned', zero));
 
       const learned = await run(input.bytes, input.fileName, 'learned', shipped);
-      for (const key of ['format', 'width', 'height', 'channels', 'depth', 'space', 'hasAlpha'] as const) {
-        assert.equal(learned.meta[key], lanczos.meta[key], key);
-      }
-      assert.ok(learned.progress.every((f, i) => f >= 0 && f <= 1 && (i === 0 || f >= learned.progress[i - 1]!)), learned.progress.join(' '));
-      const l = await samples(learned.bytes);
-      const colour = a.channels === 2 || a.channels === 4 ? a.channels - 1 : a.channels;
-      const lossy = learned.meta.format === 'jpeg' || learned.meta.format === 'webp';
-      let apart = 0;
-      let moved = 0;
-      for (let p = 0; p < a.data.length; p += a.channels) {
-        const d0 = l.data[p]! - a.data[p]!;
-        if (d0 !== 0) moved++;
-        // Alpha is never touched.
-        if (colour < a.channels) assert.equal(l.data[p + colour], a.data[p + colour], 'alpha');
-        // The same change on every colour band (rounding and clipping apart).
-        const top = a.data instanceof Uint16Array ? 65535 : 255;
-        let clipped = false;
-        for (let b = 0; b < colour; b++) for (const v of [l.data[p + b], a.data[p + b]]) if (v === 0 || v === top) clipped = true;
-        if (!clipped) for (let b = 1; b < colour; b++) if (Math.abs(l.data[p + b]! - a.data[p + b]! - d0) > (a.data instanceof Uint16Array ? 257 : 1)) apart++;
-      }
-      const pixels = a.data.length / a.channels;
-      if (pixels > 64) assert.ok(moved > 0, 'the correction changed something');
-      // Lossy encoders re-quantise (and subsample) the colour; lossless outputs keep the equal change.
-      if (!lossy) assert.ok(apart <= pixels * 0.01, `${apart} of ${pixels} pixels changed unequally across bands`);
+      await assertLumaOnlyChange(lanczos, learned);
     });
   }
 

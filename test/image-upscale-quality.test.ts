@@ -1,5 +1,5 @@
-// image_upscale resamples like a textbook centred Lanczos3 (issue 17): an impulse lands
-// symmetrically on the two output pixels that cover it, and on generated images with texture and
+// image_upscale resamples like a textbook centred Lanczos3 at 2x and 4x (issues 17, 38): an impulse lands
+// symmetrically on the output pixels that cover it, and on generated images with texture and
 // edges the tool's output is within 0.1 dB of a reference computed here from the definition
 // (test/helpers/lanczos-reference.ts), for RGB and for RGBA (alpha with the same geometry).
 // libvips' own resize, which the tool used before, is printed beside it for comparison.
@@ -12,8 +12,8 @@ import { decode, encode, runContext, type Raster } from './helpers/images.js';
 import { centredLanczos3, psnr } from './helpers/lanczos-reference.js';
 
 /** The tool's Lanczos3 method run directly on a PNG of the raster; its output decoded. */
-async function upscale(r: Raster): Promise<Raster> {
-  const { ctx, cleanup } = await runContext(imageUpscale, await encode(r, 'png'), 'in.png', { values: { method: 'lanczos' } });
+async function upscale(r: Raster, scale: 2 | 4 = 2): Promise<Raster> {
+  const { ctx, cleanup } = await runContext(imageUpscale, await encode(r, 'png'), 'in.png', { values: { method: 'lanczos', scale } });
   try {
     assert.ok(imageUpscale.run);
     const [out] = await imageUpscale.run(ctx);
@@ -91,20 +91,35 @@ describe('image_upscale resamples like a centred Lanczos3', () => {
     row.forEach((v, x) => assert.ok(Math.abs(v - ref.data[(8 * 32 + x) * 3]!) <= 1, `x ${x}: ${row.join(' ')}`));
   });
 
-  for (const channels of [3, 4] as const) {
-    test(`${channels === 3 ? 'RGB' : 'RGBA'}: within 0.1 dB of the reference against the original, and close to the reference itself`, async (t) => {
+  test('4x: a one-pixel line lands symmetrically on the four output pixels that cover it, as the reference has it', async () => {
+    const width = 16;
+    const height = 8;
+    const data = Buffer.alloc(width * height * 3, 20);
+    for (let y = 0; y < height; y++) data.fill(220, (y * width + 7) * 3, (y * width + 8) * 3);
+    const out = await upscale({ data, width, height, channels: 3 }, 4);
+    assert.deepEqual([out.width, out.height], [64, 32]);
+    const row = Array.from({ length: 64 }, (_, x) => out.data[(16 * 64 + x) * 3]!);
+    // Input pixel 7 covers output pixels 28 ... 31: the profile mirrors about 29.5.
+    for (let d = 0; d <= 10; d++) assert.ok(Math.abs(row[29 - d]! - row[30 + d]!) <= 1, `mirror at ${d}: ${row.join(' ')}`);
+    assert.ok(row[29]! > row[27]! && row[27]! > row[26]!, row.join(' '));
+    const ref = centredLanczos3({ data, width, height, channels: 3 }, 4);
+    row.forEach((v, x) => assert.ok(Math.abs(v - ref.data[(16 * 64 + x) * 3]!) <= 1, `x ${x}: ${row.join(' ')} vs ${Array.from({ length: 64 }, (_, i) => ref.data[(16 * 64 + i) * 3]).join(' ')}`));
+  });
+
+  for (const [scale, channels] of [[2, 3], [2, 4], [4, 3], [4, 4]] as const) {
+    test(`${scale}x, ${channels === 3 ? 'RGB' : 'RGBA'}: within 0.1 dB of the reference against the original, and close to the reference itself`, async (t) => {
       for (const seed of [1, 2]) {
         const truth = await textured(160, 120, channels, seed);
-        // The original reduced 2x with a cubic filter is the input; enlarged back, it is compared with the original.
-        const small = await decode(await sharp(await encode(truth, 'png')).resize(80, 60, { kernel: 'cubic' }).png().toBuffer());
+        // The original reduced with a cubic filter is the input; enlarged back, it is compared with the original.
+        const small = await decode(await sharp(await encode(truth, 'png')).resize(160 / scale, 120 / scale, { kernel: 'cubic' }).png().toBuffer());
         assert.equal(small.channels, channels);
-        const tool = await upscale(small);
-        const reference = centredLanczos3(small, 2);
+        const tool = await upscale(small, scale);
+        const reference = centredLanczos3(small, scale);
         const libvips = await decode(await sharp(await encode(small, 'png')).resize(160, 120, { kernel: 'lanczos3' }).png().toBuffer());
         assert.deepEqual([tool.width, tool.height, tool.channels], [160, 120, channels]);
-        const toolDb = psnr(tool, truth, 4);
-        const refDb = psnr(reference, truth, 4);
-        t.diagnostic(`seed ${seed}: tool ${toolDb.toFixed(2)} dB, reference ${refDb.toFixed(2)} dB, libvips resize ${psnr(libvips, truth, 4).toFixed(2)} dB`);
+        const toolDb = psnr(tool, truth, 2 * scale);
+        const refDb = psnr(reference, truth, 2 * scale);
+        t.diagnostic(`seed ${seed}: tool ${toolDb.toFixed(2)} dB, reference ${refDb.toFixed(2)} dB, libvips resize ${psnr(libvips, truth, 2 * scale).toFixed(2)} dB`);
         if (channels === 3) {
           assert.ok(Math.abs(toolDb - refDb) <= 0.1, `tool ${toolDb} dB vs reference ${refDb} dB`);
           assert.ok(psnr(tool, reference) >= 45, `tool vs reference ${psnr(tool, reference)} dB`);
@@ -113,8 +128,8 @@ describe('image_upscale resamples like a centred Lanczos3', () => {
           // is opaque; alpha itself everywhere.
           const opaque = (r: Raster) => crop(r, 0, 0, r.width / 2 - 8, r.height);
           const alpha = (r: Raster) => band(r, 3);
-          assert.ok(Math.abs(psnr(opaque(tool), opaque(truth), 4) - psnr(opaque(reference), opaque(truth), 4)) <= 0.1, 'colour where opaque');
-          assert.ok(Math.abs(psnr(alpha(tool), alpha(truth), 4) - psnr(alpha(reference), alpha(truth), 4)) <= 0.1, 'alpha');
+          assert.ok(Math.abs(psnr(opaque(tool), opaque(truth), 2 * scale) - psnr(opaque(reference), opaque(truth), 2 * scale)) <= 0.1, 'colour where opaque');
+          assert.ok(Math.abs(psnr(alpha(tool), alpha(truth), 2 * scale) - psnr(alpha(reference), alpha(truth), 2 * scale)) <= 0.1, 'alpha');
         }
       }
     });

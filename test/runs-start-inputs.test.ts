@@ -66,7 +66,7 @@ describe('slots: presence, names and counts', () => {
   });
 
   test('a slot the tool does not have: unknown_slot', async () => {
-    await rejects('image_upscale', { inputs: { image: [f.png], scale: 4 } }, [{ loc: slot('scale'), code: 'unknown_slot' }]);
+    await rejects('image_upscale', { inputs: { image: [f.png], sharpen: 4 } }, [{ loc: slot('sharpen'), code: 'unknown_slot' }]);
   });
 
   test('too many or too few files (video_transition takes 2 to 10 clips)', async () => {
@@ -200,11 +200,11 @@ describe('the body and the Idempotency-Key header', () => {
   });
 
   test("body-level and slot problems together: one entry for each", async () => {
-    await rejects('image_upscale', { inputs: { image: ['abc'], scale: 2 }, priority: 'high', duration_seconds: 0 }, [
+    await rejects('image_upscale', { inputs: { image: ['abc'], sharpen: 2 }, priority: 'high', duration_seconds: 0 }, [
       { loc: ['body', 'priority'], code: 'unknown_field' },
       { loc: ['body', 'duration_seconds'], code: 'out_of_range' },
       item('image', 0, 'invalid_id'),
-      { loc: slot('scale'), code: 'unknown_slot' },
+      { loc: slot('sharpen'), code: 'unknown_slot' },
     ]);
   });
 

@@ -142,6 +142,9 @@ before(async () => {
   const tiff = floatTiff(64, 48);
   assert.deepEqual(Object.values(await sharp(tiff).metadata().then((m) => ({ depth: m.depth, channels: m.channels }))), ['float', 3]);
   ids.float = await uploadReady(s, team.key, tiff, 'float.tiff', 'image/tiff');
+  // 2100 px wide: 4x would make 8400 px, past the 8192 a side; 2x is fine. And a small photo to run at 4x.
+  ids.wide2100 = await uploadReady(s, team.key, await gradient(2100, 60).jpeg({ quality: 90 }).toBuffer(), 'wide.jpg', 'image/jpeg');
+  ids.small4 = await uploadReady(s, team.key, await gradient(240, 180).jpeg({ quality: 90 }).toBuffer(), 'small.jpg', 'image/jpeg');
 });
 after(async () => {
   await worker.stop(1000);
@@ -226,5 +229,41 @@ describe('image_upscale is priced by decoded bytes (item 7)', () => {
       assertFieldErrors(res, [{ loc: ['body', 'inputs', 'image'], code: 'too_large' }]);
       assert.match(res.body, /bytes/);
     }
+  });
+});
+
+describe('image_upscale scale 4 is priced and bounded by its output (issue 38)', () => {
+  test('the price follows the output: 4x costs what four times the pixels cost, and a run costs its estimate', async () => {
+    // 2 + 1 per started 12 MB of decoded output: 3 MP in is 12 MP out at 2x, 48 MP at 4x.
+    assert.equal(await price('image_upscale', { inputs: { image: [ids.jpeg], scale: 2 } }), 5);
+    assert.equal(await price('image_upscale', { inputs: { image: [ids.jpeg], scale: 4 } }), 2 + 12);
+    assert.equal(await price('image_upscale', { inputs: { image: [ids.png16], scale: 4 } }), 2 + 32);
+    // 240x180 at 4x: 960x720 out, 0.69 MP of 8-bit RGB -> 1 Spark over the 2.
+    const small = await price('image_upscale', { inputs: { image: [ids.small4], scale: 4, method: 'lanczos' } });
+    assert.equal(small, 3);
+    await holdAndCharge('image_upscale', { image: [ids.small4], scale: 4, method: 'lanczos' }, small, 'succeed');
+  });
+
+  test('an input whose 4x output would pass 8192 px a side: 422 on the image slot at scale 4 only', async () => {
+    assert.equal(await price('image_upscale', { inputs: { image: [ids.wide2100], scale: 2 } }), 3);
+    for (const send of [estimate, start]) {
+      const res = await send(s, team.key, 'image_upscale', { inputs: { image: [ids.wide2100], scale: 4 } });
+      assertFieldErrors(res, [{ loc: ['body', 'inputs', 'image'], code: 'too_large' }]);
+      assert.match(res.body, /8400 x 240 px/);
+      assert.match(res.body, /inputs up to 2048 px at scale 4/);
+    }
+  });
+
+  test('scale takes 2 and 4 only: 3 and 2.5 are not a choice, 8 is out of range, "4" is not a number; nothing is held', async () => {
+    const before = await s.database.db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM ledger_entries WHERE team_id = $1::uuid', [team.teamId]);
+    for (const [value, code] of [[3, 'invalid_choice'], [2.5, 'invalid_choice'], [8, 'out_of_range'], [0, 'out_of_range'], ['4', 'wrong_type']] as const) {
+      for (const send of [estimate, start]) {
+        const res = await send(s, team.key, 'image_upscale', { inputs: { image: [ids.small4], scale: value } });
+        assertFieldErrors(res, [{ loc: ['body', 'inputs', 'scale'], code }]);
+        if (code === 'invalid_choice') assert.match(res.body, /must be one of 2, 4/);
+      }
+    }
+    const afterCount = await s.database.db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM ledger_entries WHERE team_id = $1::uuid', [team.teamId]);
+    assert.equal(afterCount.rows[0]!.n, before.rows[0]!.n);
   });
 });

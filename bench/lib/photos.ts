@@ -47,12 +47,13 @@ export async function cropAndReduce(crop: Crop): Promise<{ truth: Raster; small:
   return { truth, small };
 }
 
-export function lumaPsnr(a: Raster, b: Raster): number {
+/** Luma PSNR of a against b, leaving `border` pixels out on every side (4 unless said). */
+export function lumaPsnr(a: Raster, b: Raster, border = BORDER): number {
   const y = (r: Raster, i: number) => 0.299 * r.data[i]! + 0.587 * r.data[i + 1]! + 0.114 * r.data[i + 2]!;
   let se = 0;
   let n = 0;
-  for (let row = BORDER; row < a.height - BORDER; row++) {
-    for (let col = BORDER; col < a.width - BORDER; col++) {
+  for (let row = border; row < a.height - border; row++) {
+    for (let col = border; col < a.width - border; col++) {
       const i = (row * a.width + col) * a.channels;
       const d = y(a, i) - y(b, i);
       se += d * d;

@@ -65,7 +65,7 @@ export const BENCHES: BenchEntry[] = [
   },
   {
     name: 'quality-learned',
-    title: 'image_upscale learned vs Lanczos3 on BSD100, Set14 and Set5 (issue 28)',
+    title: 'image_upscale learned vs Lanczos3 at 2x and 4x on BSD100, Set14 and Set5 (issues 28, 38)',
     script: 'bench/quality-learned.ts',
     quickEnv: { BENCH_SETS: 'Set14' },
   },
@@ -77,7 +77,7 @@ export const BENCHES: BenchEntry[] = [
   },
   {
     name: 'upscale-speed',
-    title: 'image_upscale learned vs lanczos through the API: seconds per input MP at 1 and 12 MP, peak worker RSS at 16 MP (issue 28)',
+    title: 'image_upscale learned (int8) vs lanczos through the API: seconds per input MP at 1 and 12 MP, peak worker RSS at 16 MP (issues 28, 38)',
     script: 'bench/upscale-speed.ts',
     // The bench itself shrinks the sizes under BENCH_QUICK (0.3 and 2 MP, a 1400 px square).
     quickEnv: { BENCH_ROUNDS: '2' },

@@ -69,6 +69,18 @@ function checkScalar(slot: ToolSlot, value: unknown): FieldError | null {
       if (value < min || value > max) {
         return { loc: loc(slot.name), message: `must be from ${min} to ${max}`, code: 'out_of_range' };
       }
+      // A step counts from the minimum, as an HTML number field's does: minimum 2, step 2 takes 2, 4, 6 ...
+      const step = typeof c.step === 'number' && c.step > 0 ? c.step : null;
+      if (step !== null) {
+        const base = Number.isFinite(min) ? min : 0;
+        const k = (value - base) / step;
+        if (Math.abs(k - Math.round(k)) > 1e-9) {
+          const allowed = Number.isFinite(max) && (max - base) / step <= 10
+            ? Array.from({ length: Math.floor((max - base) / step + 1e-9) + 1 }, (_, i) => base + i * step).join(', ')
+            : `${base} plus a multiple of ${step}`;
+          return { loc: loc(slot.name), message: `must be one of ${allowed}`, code: 'invalid_choice' };
+        }
+      }
       return null;
     }
     case 'bool':

@@ -1,25 +1,26 @@
 """Writes trained weights as ONNX, plus a reference output for the project's test.
 
 The graph takes luma (1,1,H,W), floats 0..1 (the image's BT.601 luma), and gives two outputs:
-`correction` (1,1,2H,2W), to add to the service's centred Lanczos3 result, and `luma2x`, the
+`correction` (1,1,sH,sW) for scale s (2, or 4 with --scale 4), to add to the service's centred Lanczos3 result, and `luma2x` (`luma4x`), the
 Lanczos3 of the luma plus that correction (video frames take this one). With --zero the
 correction is exactly 0 (the test that the learned path reproduces the Lanczos3 path)."""
 import argparse, json, math
 import numpy as np
 import torch
 import onnx
-from lanczos import lanczos2x
+from lanczos import lanczos_up
 from model import CorrectionNet
 
 
 class Exported(torch.nn.Module):
-    def __init__(self, net):
+    def __init__(self, net, scale):
         super().__init__()
         self.net = net
+        self.scale = scale
 
     def forward(self, x):
         c = self.net(x)
-        return c, lanczos2x(x) + c
+        return c, lanczos_up(x, self.scale) + c
 
 
 def reference_input():
@@ -34,18 +35,21 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('weights', nargs='?')
     ap.add_argument('out')
+    ap.add_argument('--scale', type=int, default=2, choices=(2, 4))
     ap.add_argument('--channels', type=int, default=32)
+    ap.add_argument('--depth', type=int, default=6)
     ap.add_argument('--zero', action='store_true')
     ap.add_argument('--reference', help='write the reference output (JSON) here')
     args = ap.parse_args()
-    net = CorrectionNet(args.channels)
+    net = CorrectionNet(args.channels, args.depth, args.scale)
     if args.weights and not args.zero:
         net.load_state_dict(torch.load(args.weights))
     net.eval()
-    model = Exported(net)
+    model = Exported(net, args.scale)
+    full_name = f'luma{args.scale}x'
     x = torch.zeros(1, 1, 64, 64)
-    torch.onnx.export(model, x, args.out, input_names=['luma'], output_names=['correction', 'luma2x'], opset_version=13,
-                      dynamic_axes={'luma': {2: 'h', 3: 'w'}, 'correction': {2: 'h2', 3: 'w2'}, 'luma2x': {2: 'h2', 3: 'w2'}})
+    torch.onnx.export(model, x, args.out, input_names=['luma'], output_names=['correction', full_name], opset_version=13,
+                      dynamic_axes={'luma': {2: 'h', 3: 'w'}, 'correction': {2: 'h2', 3: 'w2'}, full_name: {2: 'h2', 3: 'w2'}})
     onnx.checker.check_model(onnx.load(args.out))
     if args.reference:
         inp = reference_input()
@@ -54,7 +58,7 @@ def main():
         with open(args.reference, 'w') as f:
             json.dump({'width': 24, 'height': 20,
                        'luma255': [int(v) for v in np.round(inp * 255).astype(int).ravel()],
-                       'luma2x255': [int(v) for v in np.round(full.clamp(0, 1).numpy() * 255).astype(int).ravel()]}, f)
+                       full_name + '255': [int(v) for v in np.round(full.clamp(0, 1).numpy() * 255).astype(int).ravel()]}, f)
     print('wrote', args.out)
 
 

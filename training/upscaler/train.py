@@ -1,4 +1,4 @@
-"""Trains the x2 luma correction network that image_upscale and video_upscale add to a centred
+"""Trains the x2 (or x4, --scale 4) luma correction network that image_upscale and video_upscale add to a centred
 Lanczos3 (docs/decisions.md, "A learned upscaler"). CPU only, Debian's python3-torch and
 python3-onnx; see README.md beside this file for the command and what it writes."""
 import argparse, io, json, math, os, random, sys, time
@@ -8,7 +8,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from PIL import Image
 
-from lanczos import lanczos2x
+from lanczos import lanczos_up
 from model import CorrectionNet
 
 
@@ -18,9 +18,9 @@ def luma(img):
     return a[..., 0] * 0.299 + a[..., 1] * 0.587 + a[..., 2] * 0.114
 
 
-def load_truths(root, folders):
+def load_truths(root, folders, scale):
     """Each training photo as luma truth. JPEG sources are reduced 2x by area first (their block
-    artefacts would otherwise be learned as detail); sides trimmed to even."""
+    artefacts would otherwise be learned as detail); sides trimmed to a multiple of the scale."""
     truths = []
     for folder in folders:
         d = os.path.join(root, folder)
@@ -29,30 +29,30 @@ def load_truths(root, folders):
             if name.lower().endswith(('.jpg', '.jpeg')):
                 img = img.reduce(2)
             w, h = img.size
-            img = img.crop((0, 0, w - w % 2, h - h % 2))
+            img = img.crop((0, 0, w - w % scale, h - h % scale))
             truths.append((folder + '/' + name, img))
     return truths
 
 
-def reduce2x(img, how):
+def reduce_by(img, how, scale):
     w, h = img.size
     if how == 'bicubic':
-        return img.resize((w // 2, h // 2), Image.BICUBIC)
+        return img.resize((w // scale, h // scale), Image.BICUBIC)
     if how == 'area':
-        return img.reduce(2)
-    return img.resize((w // 2, h // 2), Image.LANCZOS)
+        return img.reduce(scale)
+    return img.resize((w // scale, h // scale), Image.LANCZOS)
 
 
 REDUCTIONS = ('bicubic', 'area', 'lanczos')
 
 
-def make_pairs(truths):
+def make_pairs(truths, scale):
     """Every photo reduced each of the three ways: (lr rgb image, hr luma) pairs."""
     pairs = []
     for _, img in truths:
         hr = luma(img)
         for how in REDUCTIONS:
-            pairs.append((reduce2x(img, how), hr))
+            pairs.append((reduce_by(img, how, scale), hr))
     return pairs
 
 
@@ -79,7 +79,7 @@ def degrade(lr_rgb, rng):
     return np.clip(y, 0, 1).astype(np.float32)
 
 
-def batch(pairs, rng, size, patch):
+def batch(pairs, rng, size, patch, scale):
     xs, ys = [], []
     while len(xs) < size:
         lr, hr = pairs[rng.randrange(len(pairs))]
@@ -92,7 +92,7 @@ def batch(pairs, rng, size, patch):
         cx0, cy0 = max(0, x0 - m), max(0, y0 - m)
         crop = lr.crop((cx0, cy0, min(w, x0 + patch + m), min(h, y0 + patch + m)))
         yl = degrade(crop, rng)[y0 - cy0:y0 - cy0 + patch, x0 - cx0:x0 - cx0 + patch]
-        yh = hr[2 * y0:2 * y0 + 2 * patch, 2 * x0:2 * x0 + 2 * patch]
+        yh = hr[scale * y0:scale * (y0 + patch), scale * x0:scale * (x0 + patch)]
         k = rng.randrange(8)
         yl, yh = np.rot90(yl, k % 4), np.rot90(yh, k % 4)
         if k >= 4:
@@ -102,28 +102,43 @@ def batch(pairs, rng, size, patch):
     return torch.from_numpy(np.stack(xs))[:, None], torch.from_numpy(np.stack(ys))[:, None]
 
 
-def psnr_gain(net, pairs):
-    """Mean luma PSNR gain over Lanczos3 on held-out training photos (8-bit rounding, 4 px border)."""
+def psnr_gain(net, pairs, scale):
+    """Mean luma PSNR gain over Lanczos3 on held-out training photos (8-bit rounding, a border of 2x the scale)."""
     gains = []
     with torch.no_grad():
         for lr, hr in pairs:
             x = torch.from_numpy(luma(lr))[None, None]
-            base = lanczos2x(x)
+            base = lanczos_up(x, scale)
             out = base + net(x)
             t = torch.from_numpy(hr)[None, None]
             def p(img):
-                q = torch.round(img.clamp(0, 1) * 255)[..., 4:-4, 4:-4]
-                mse = ((q - torch.round(t * 255)[..., 4:-4, 4:-4]) ** 2).mean().item()
+                b = 2 * scale
+                q = torch.round(img.clamp(0, 1) * 255)[..., b:-b, b:-b]
+                mse = ((q - torch.round(t * 255)[..., b:-b, b:-b]) ** 2).mean().item()
                 return 10 * math.log10(255 * 255 / mse)
             gains.append(p(out) - p(base))
     return sum(gains) / len(gains), min(gains)
+
+
+def load_weights(path):
+    """Weights saved by this script (.pt), or read back from an exported model (.onnx: the shipped
+    models/upscaler-x2.onnx), so a fine-tune can start from what ships."""
+    if not path.endswith('.onnx'):
+        return torch.load(path)
+    import onnx
+    from onnx import numpy_helper
+    prefix = 'net.'
+    return {i.name[len(prefix):]: torch.from_numpy(numpy_helper.to_array(i).copy())
+            for i in onnx.load(path).graph.initializer if i.name.startswith(prefix + 'body.')}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--data', default=os.path.join(os.path.dirname(__file__), '../../../shared/datasets/sr/train'))
     ap.add_argument('--folders', default='urban100,t91,sunhays,mate')
+    ap.add_argument('--scale', type=int, default=2, choices=(2, 4))
     ap.add_argument('--channels', type=int, default=32)
+    ap.add_argument('--depth', type=int, default=6, help='3x3 convolutions between the first and the last')
     ap.add_argument('--minutes', type=float, default=60)
     ap.add_argument('--stop-minutes', type=float,
                     help='stop here, keeping the learning-rate schedule of --minutes (the shipped model forked from minute 41 of a 75-minute run)')
@@ -132,8 +147,9 @@ def main():
     ap.add_argument('--patch', type=int, default=48)
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--out', default='out')
-    ap.add_argument('--init', help='start from these weights (fine-tuning)')
+    ap.add_argument('--init', help='start from these weights (fine-tuning): a weights.pt of this script, or an exported .onnx')
     ap.add_argument('--lr', type=float, default=1e-3)
+    ap.add_argument('--eval-every', type=int, default=500, help='steps between held-out measurements (each takes time from the budget)')
     ap.add_argument('--harm', type=float, default=0.0,
                     help='weight of a penalty on patches the correction makes worse than Lanczos3 alone')
     args = ap.parse_args()
@@ -143,17 +159,17 @@ def main():
     np.random.seed(args.seed)
     os.makedirs(args.out, exist_ok=True)
 
-    truths = load_truths(args.data, args.folders.split(','))
+    truths = load_truths(args.data, args.folders.split(','), args.scale)
     # every 16th photo is held out for the learning curve (never eval/)
     held = [t for i, t in enumerate(truths) if i % 16 == 7]
     train = [t for i, t in enumerate(truths) if i % 16 != 7]
-    pairs = make_pairs(train)
-    held_pairs = [(reduce2x(img, how), luma(img)) for _, img in held for how in ('bicubic', 'area')]
+    pairs = make_pairs(train, args.scale)
+    held_pairs = [(reduce_by(img, how, args.scale), luma(img)) for _, img in held for how in ('bicubic', 'area')]
     print(f'{len(train)} training photos, {len(held)} held out', flush=True)
 
-    net = CorrectionNet(args.channels)
+    net = CorrectionNet(args.channels, args.depth, args.scale)
     if args.init:
-        net.load_state_dict(torch.load(args.init))
+        net.load_state_dict(load_weights(args.init))
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     budget = args.minutes * 60
     start = time.time()
@@ -167,8 +183,8 @@ def main():
         lr = args.lr * 0.5 * (1 + math.cos(math.pi * frac)) + 1e-6
         for g in opt.param_groups:
             g['lr'] = lr
-        x, y = batch(pairs, rng, args.batch, args.patch)
-        base = lanczos2x(x)
+        x, y = batch(pairs, rng, args.batch, args.patch, args.scale)
+        base = lanczos_up(x, args.scale)
         out = base + net(x)
         loss = F.l1_loss(out, y)
         if args.harm > 0:
@@ -182,11 +198,11 @@ def main():
         opt.step()
         running += loss.item()
         step += 1
-        if step % 500 == 0 or frac >= 1.0 or (args.stop_minutes is not None and elapsed >= args.stop_minutes * 60):
+        if step % args.eval_every == 0 or frac >= 1.0 or (args.stop_minutes is not None and elapsed >= args.stop_minutes * 60):
             net.eval()
-            gain, worst = psnr_gain(net, held_pairs)
+            gain, worst = psnr_gain(net, held_pairs, args.scale)
             net.train()
-            line = f'{step}\t{elapsed / 60:.1f}\t{lr:.2e}\t{running / 500:.5f}\t{gain:.3f}\t{worst:.3f}'
+            line = f'{step}\t{elapsed / 60:.1f}\t{lr:.2e}\t{running / args.eval_every:.5f}\t{gain:.3f}\t{worst:.3f}'
             print(line, flush=True)
             log.write(line + '\n')
             log.flush()
@@ -197,7 +213,7 @@ def main():
     net.eval()
     torch.save(net.state_dict(), os.path.join(args.out, 'weights.pt'))
     with open(os.path.join(args.out, 'provenance.json'), 'w') as f:
-        json.dump({'folders': args.folders, 'channels': args.channels, 'minutes': args.minutes,
+        json.dump({'folders': args.folders, 'scale': args.scale, 'channels': args.channels, 'depth': args.depth, 'minutes': args.minutes,
                    'steps': step, 'seed': args.seed, 'torch': torch.__version__,
                    'photos': [n for n, _ in train]}, f, indent=1)
 

@@ -31,7 +31,7 @@ export function lumaOf(image: RawImage): Float32Array {
   return plane;
 }
 
-/** Adds correction rows (0..1 units, 2 * the input width each) to the colour bands of `out` from row y0 on. */
+/** Adds correction rows (0..1 units, the output's width each) to the colour bands of `out` from row y0 on. */
 export async function addCorrection(out: RawImage, y0: number, rows: Float32Array): Promise<void> {
   const { width, channels } = out;
   const samples = out.depth === 16 ? new Uint16Array(out.data.buffer, out.data.byteOffset, out.data.length / 2) : out.data;
@@ -66,8 +66,11 @@ export function rawInput(image: RawImage): Buffer | Uint16Array {
   return image.depth === 16 ? new Uint16Array(image.data.buffer, image.data.byteOffset, image.data.length / 2) : image.data;
 }
 
-/** Adds the network's correction for `low` (the oriented input) to `upscaled` (its Lanczos3 2x), in place. */
+/** Adds the network's correction for `low` (the oriented input) to `upscaled` (its Lanczos3 at the net's factor), in place. */
 export async function applyLearned(net: LumaNet, low: RawImage, upscaled: RawImage, signal: AbortSignal, progress: (f: number) => void): Promise<void> {
+  if (upscaled.width !== low.width * net.scale || upscaled.height !== low.height * net.scale) {
+    throw new Error(`the x${net.scale} network cannot correct a ${low.width}x${low.height} -> ${upscaled.width}x${upscaled.height} upscale`);
+  }
   const plane = lumaOf(low);
   await net.run(
     plane,

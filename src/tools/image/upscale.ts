@@ -3,14 +3,14 @@ import path from 'node:path';
 import sharp, { type Metadata, type Sharp } from 'sharp';
 import { ToolError, type RunContext, type ToolOutput } from '../manifest.js';
 import { abortable, configureSharp, decodeFailure, encodeToFile, orientedSize, outputFormat, outputName, throwIfStopped } from './common.js';
-import { lanczos2xPasses } from './lanczos.js';
+import { lanczosPasses } from './lanczos.js';
 import { applyLearned, rawInput, rawOf } from './learned.js';
 import { writePng } from './png-writer.js';
 import { sharedLumaNet, type LumaNet } from '../upscaler/luma-net.js';
-import { UPSCALE, UPSCALE_MAX_INPUT_PIXELS, upscaleLimitProblem, type UpscaleMethod } from './upscale-rules.js';
+import { UPSCALE_MAX_INPUT_PIXELS, upscaleLimitProblem, upscaleScale, type UpscaleMethod, type UpscaleScale } from './upscale-rules.js';
 
 /**
- * image_upscale: 2x each side with a centred Lanczos3 (lanczos.ts), orientation applied, profile
+ * image_upscale: 2x or 4x each side with a centred Lanczos3 (lanczos.ts), orientation applied, profile
  * kept; the `learned` method (the default) then adds the network's luma correction (learned.ts).
  * No sharpening: measured against the reference it only moved the output away from it
  * (docs/decisions.md).
@@ -27,12 +27,17 @@ export interface UpscaleOptions {
   timeoutSeconds: number;
   /** Default `learned`. */
   method?: UpscaleMethod;
-  /** The network for `learned`; default the process's own (the shipped model). */
+  /** Each side's factor; default 2. */
+  scale?: UpscaleScale;
+  /** The network for `learned`, made for `scale`; default the process's own (the shipped model of that factor). */
   net?: LumaNet;
 }
 
 /** Upscales one image file into outDir. */
 export async function upscaleImage(opts: UpscaleOptions): Promise<ToolOutput> {
+  const scale = opts.scale ?? 2;
+  // A caller's mistake, not the image's: said before any work, not as a decoding failure.
+  if (opts.net && opts.net.scale !== scale) throw new Error(`the x${opts.net.scale} network cannot correct a ${scale}x upscale`);
   configureSharp();
   throwIfStopped(opts.signal);
   const open = () => sharp(opts.input, { limitInputPixels: UPSCALE_MAX_INPUT_PIXELS, failOn: 'error' });
@@ -44,13 +49,13 @@ export async function upscaleImage(opts: UpscaleOptions): Promise<ToolOutput> {
     throw decodeFailure(err);
   }
   const { width, height } = orientedSize(meta);
-  const problem = upscaleLimitProblem(width, height);
+  const problem = upscaleLimitProblem(width, height, scale);
   if (problem) throw new ToolError(`The image is too large to upscale: ${problem}.`);
   opts.progress(0.1);
 
   const format = outputFormat(meta);
   const depth = meta.depth === 'ushort' ? 'ushort' : 'uchar';
-  const passes = lanczos2xPasses(depth, { alpha: meta.hasAlpha === true });
+  const passes = lanczosPasses(scale, depth, { alpha: meta.hasAlpha === true });
   // The bands resampled: a CMYK input arrives converted to sRGB (3, or 4 with alpha).
   const bands = meta.space === 'cmyk' ? (meta.hasAlpha ? 4 : 3) : (meta.channels ?? 3);
   const shift = (add: number) => [new Array<number>(bands).fill(1), new Array<number>(bands).fill(add)] as const;
@@ -67,7 +72,7 @@ export async function upscaleImage(opts: UpscaleOptions): Promise<ToolOutput> {
     let first = open()
       .timeout({ seconds: opts.timeoutSeconds })
       .rotate()
-      .resize(width * UPSCALE.scale, height, { kernel: 'nearest', fit: 'fill' })
+      .resize(width * scale, height, { kernel: 'nearest', fit: 'fill' })
       .convolve(passes.horizontal.kernel)
       .linear(...shift(passes.horizontal.add));
     if (keepProfile) first = first.keepIccProfile();
@@ -80,7 +85,7 @@ export async function upscaleImage(opts: UpscaleOptions): Promise<ToolOutput> {
   opts.progress(0.5);
   let img = sharp(between, { limitInputPixels: false, failOn: 'error' })
     .timeout({ seconds: opts.timeoutSeconds })
-    .resize(width * UPSCALE.scale, height * UPSCALE.scale, { kernel: 'nearest', fit: 'fill' })
+    .resize(width * scale, height * scale, { kernel: 'nearest', fit: 'fill' })
     .convolve(passes.vertical.kernel)
     .linear(...shift(passes.vertical.add));
   if (keepProfile) img = img.keepIccProfile();
@@ -97,7 +102,7 @@ export async function upscaleImage(opts: UpscaleOptions): Promise<ToolOutput> {
       if (depth === 'ushort') low = sixteen(low);
       const lowRaw = await abortable(rawOf(low, depth), opts.signal);
       const upscaled = await abortable(rawOf(img, outDepth), opts.signal);
-      await applyLearned(opts.net ?? sharedLumaNet(), lowRaw, upscaled, opts.signal, (f) => opts.progress(0.5 + 0.3 * f));
+      await applyLearned(opts.net ?? sharedLumaNet(scale), lowRaw, upscaled, opts.signal, (f) => opts.progress(0.5 + 0.3 * f));
       if (keepProfile) {
         // Raw pixels cannot carry a profile into sharp unconverted; a PNG with it can (png-writer.ts).
         await writePng(learnedFile, upscaled, meta.icc);
@@ -133,6 +138,7 @@ export async function runUpscale(ctx: RunContext, timeoutSeconds: number): Promi
     progress: ctx.progress,
     timeoutSeconds,
     method: ctx.values.method === 'lanczos' ? 'lanczos' : 'learned',
+    scale: upscaleScale(ctx.values),
   });
   return [out];
 }

@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { THREAD_SOURCE } from './thread.js';
 
-// The learned x2 luma upscaler (training/upscaler/, docs/decisions.md "A learned upscaler"): a
-// small network whose ONNX file ships in models/, run by onnxruntime-node's CPU build in a worker
+// The learned x2 and x4 luma upscalers (training/upscaler/, docs/decisions.md "A learned
+// upscaler"): small networks whose ONNX files ship in models/, run by onnxruntime-node's CPU build in a worker
 // thread. The image is cut into strips of rows and each strip into tiles, every tile with a halo
 // as wide as the network sees (8 layers of 3x3: 8 input pixels) so the tiled result is the
 // untiled one; the caller takes each strip's rows as they come and memory holds one strip.
@@ -17,12 +17,22 @@ export const HALO = 8;
 export const TILE = 512;
 export const STRIP_ROWS = 256;
 
-/** What the network gives: the correction to add to the Lanczos3 result, or that sum (a 2x luma). */
-export type LumaOutput = 'correction' | 'luma2x';
+/** What the network gives: the correction to add to the Lanczos3 result, or that sum (the x2 model's luma2x, the x4 model's luma4x). */
+export type LumaOutput = 'correction' | 'luma2x' | 'luma4x';
 
-/** The model that ships; resolved from the package root (models/ sits beside src/ and dist/). */
-export function defaultModelPath(): string {
-  return fileURLToPath(new URL('../../../models/upscaler-x2.onnx', import.meta.url));
+/** The factors a model ships for. */
+export type LumaScale = 2 | 4;
+
+/**
+ * The models that ship: each factor's trained network (fp32, what training/upscaler/export.py
+ * writes) and its int8 quantisation (quantize.py), which the service runs: about half the CPU for
+ * a gain within a few thousandths of a decibel (docs/decisions.md, "The upscaler runs in int8").
+ */
+export type LumaPrecision = 'int8' | 'fp32';
+
+/** The model that ships for this factor; resolved from the package root (models/ sits beside src/ and dist/). */
+export function defaultModelPath(scale: LumaScale = 2, precision: LumaPrecision = 'int8'): string {
+  return fileURLToPath(new URL(`../../../models/upscaler-x${scale}${precision === 'int8' ? '-int8' : ''}.onnx`, import.meta.url));
 }
 
 /** A luma plane the thread reads without a copy: w * h floats, 0..1. */
@@ -31,6 +41,8 @@ export function lumaPlane(width: number, height: number): Float32Array {
 }
 
 export interface LumaNetOptions {
+  /** The model's factor (each side); default 2. It must be the factor the model at modelPath was made for. */
+  scale?: LumaScale;
   modelPath?: string;
   /** ONNX Runtime's threads; default the machine's cores, at most 4. */
   threads?: number;
@@ -46,10 +58,12 @@ export class LumaNet {
   private nextId = 1;
   private readonly waiting = new Map<number, Waiter>();
   readonly modelPath: string;
+  readonly scale: LumaScale;
   private readonly threads: number;
 
   constructor(opts: LumaNetOptions = {}) {
-    this.modelPath = path.resolve(opts.modelPath ?? defaultModelPath());
+    this.scale = opts.scale ?? 2;
+    this.modelPath = path.resolve(opts.modelPath ?? defaultModelPath(this.scale));
     this.threads = opts.threads ?? Math.min(4, Math.max(1, os.availableParallelism()));
   }
 
@@ -89,13 +103,13 @@ export class LumaNet {
     return new Promise((resolve, reject) => {
       if (this.waiting.size === 0) worker.ref();
       this.waiting.set(id, { resolve, reject });
-      worker.postMessage({ id, luma: luma.buffer, width, height, y0, y1, output, tile, halo: HALO });
+      worker.postMessage({ id, luma: luma.buffer, width, height, y0, y1, output, tile, halo: HALO, scale: this.scale });
     });
   }
 
   /**
    * Runs the network over a luma plane (from lumaPlane()), strip by strip: `take` gets output rows
-   * 2*y0 ... 2*y1 (2*width floats each) before the next strip starts. Stops between strips once
+   * n*y0 ... n*y1 (n*width floats each, n the model's scale) before the next strip starts. Stops between strips once
    * `signal` is aborted.
    */
   async run(
@@ -118,7 +132,7 @@ export class LumaNet {
       next = y0 + rows < height ? ask(y0 + rows) : null;
       // A strip asked for and no longer wanted (take failed) must not become an unhandled rejection.
       next?.catch(() => undefined);
-      await take(2 * y0, data);
+      await take(this.scale * y0, data);
     }
   }
 
@@ -130,13 +144,17 @@ export class LumaNet {
   }
 }
 
-let processNet: LumaNet | null = null;
+const processNets = new Map<LumaScale, LumaNet>();
 
 /**
- * The process's network with the shipped model, made on the first learned run (the issue asks
- * for one session per process, loaded lazily); nothing is loaded at import.
+ * The process's network with the shipped model of this factor, made on the first learned run at
+ * it (the issue asks for one session per process, loaded lazily); nothing is loaded at import.
  */
-export function sharedLumaNet(): LumaNet {
-  processNet ??= new LumaNet();
-  return processNet;
+export function sharedLumaNet(scale: LumaScale = 2): LumaNet {
+  let net = processNets.get(scale);
+  if (!net) {
+    net = new LumaNet({ scale });
+    processNets.set(scale, net);
+  }
+  return net;
 }

@@ -26,10 +26,10 @@ function load() {
 }
 async function strip(m) {
   const s = await load();
-  const w = m.width, h = m.height, y0 = m.y0, y1 = m.y1, tile = m.tile, halo = m.halo;
+  const w = m.width, h = m.height, y0 = m.y0, y1 = m.y1, tile = m.tile, halo = m.halo, n = m.scale;
   const luma = new Float32Array(m.luma);
-  const ow = 2 * w;
-  const out = new Float32Array(2 * (y1 - y0) * ow);
+  const ow = n * w;
+  const out = new Float32Array(n * (y1 - y0) * ow);
   const iy0 = Math.max(0, y0 - halo), iy1 = Math.min(h, y1 + halo), th = iy1 - iy0;
   for (let tx = 0; tx < w; tx += tile) {
     const cx1 = Math.min(w, tx + tile);
@@ -38,10 +38,10 @@ async function strip(m) {
     for (let y = 0; y < th; y++) input.set(luma.subarray((iy0 + y) * w + ix0, (iy0 + y) * w + ix1), y * tw);
     const result = await s.run({ luma: new ort.Tensor('float32', input, [1, 1, th, tw]) }, [m.output]);
     const data = result[m.output].data;
-    const rw = 2 * tw, cw = 2 * (cx1 - tx), colOff = 2 * (tx - ix0), rowOff = 2 * (y0 - iy0);
-    for (let y = 0; y < 2 * (y1 - y0); y++) {
+    const rw = n * tw, cw = n * (cx1 - tx), colOff = n * (tx - ix0), rowOff = n * (y0 - iy0);
+    for (let y = 0; y < n * (y1 - y0); y++) {
       const from = (rowOff + y) * rw + colOff;
-      out.set(data.subarray(from, from + cw), y * ow + 2 * tx);
+      out.set(data.subarray(from, from + cw), y * ow + n * tx);
     }
   }
   return out;

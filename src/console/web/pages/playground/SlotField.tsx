@@ -39,6 +39,7 @@ function hintFor(slot: ToolSlot): string {
   const parts: string[] = [slot.required ? 'Required' : 'Optional'];
   if (MEDIA_KINDS.includes(slot.kind)) parts.push(slot.max > 1 ? `up to ${slot.max} ${slot.kind} files` : `one ${slot.kind} file`);
   if (slot.kind === 'number' && num(c.minimum) !== undefined && num(c.maximum) !== undefined) parts.push(`from ${String(c.minimum)} to ${String(c.maximum)}`);
+  if (slot.kind === 'number' && num(c.step) !== undefined) parts.push(`in steps of ${String(c.step)}`);
   if (slot.kind === 'element') parts.push('element ids, separated by commas');
   if (slot.kind === 'text' && num(c.max_length) !== undefined) parts.push(`at most ${String(c.max_length)} characters`);
   return parts.join('; ') + '.';
