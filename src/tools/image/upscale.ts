@@ -101,8 +101,10 @@ export async function upscaleImage(opts: UpscaleOptions): Promise<ToolOutput> {
       if (keepProfile) low = low.keepIccProfile();
       if (depth === 'ushort') low = sixteen(low);
       const lowRaw = await abortable(rawOf(low, depth), opts.signal);
-      const upscaled = await abortable(rawOf(img, outDepth), opts.signal);
-      await applyLearned(opts.net ?? sharedLumaNet(scale), lowRaw, upscaled, opts.signal, (f) => opts.progress(0.5 + 0.3 * f));
+      // The second pass runs in libvips while the network starts on the luma (applyLearned).
+      const upscaled = await applyLearned(opts.net ?? sharedLumaNet(scale), lowRaw, abortable(rawOf(img, outDepth), opts.signal), opts.signal, (f) =>
+        opts.progress(0.5 + 0.3 * f),
+      );
       if (keepProfile) {
         // Raw pixels cannot carry a profile into sharp unconverted; a PNG with it can (png-writer.ts).
         await writePng(learnedFile, upscaled, meta.icc);
