@@ -57,7 +57,7 @@ describe('reading', () => {
     assert.equal(list.object, 'list');
     const ids = list.data.map((t) => t.id);
     for (const id of ['image_upscale', 'image_color_grade', 'video_transition', 'video_upscale', 'brand_kit_extract', 'test_copy']) assert.ok(ids.includes(id), id);
-    assert.deepEqual(list.data.find((t) => t.id === 'image_upscale')?.inputs.map((i) => i.name), ['image', 'method']);
+    assert.deepEqual(list.data.find((t) => t.id === 'image_upscale')?.inputs.map((i) => i.name), ['image', 'method', 'scale']);
   });
 });
 

@@ -243,13 +243,13 @@ describe('bad requests are refused before anything is uploaded', () => {
     assert.deepEqual(requests, ['GET /v1/tools', 'POST /v1/tools/no_such_tool/estimate']);
   });
 
-  test('a slot the tool does not have: 422 invalid_request, unknown_slot at body.inputs.scale', async () => {
-    const { err, requests } = await refused((c) => c.run('image_upscale', { image: photo, scale: 2 }, { download: path.join(tmp, 'never') }));
+  test('a slot the tool does not have: 422 invalid_request, unknown_slot at body.inputs.sharpen', async () => {
+    const { err, requests } = await refused((c) => c.run('image_upscale', { image: photo, sharpen: 2 }, { download: path.join(tmp, 'never') }));
     assert.ok(err instanceof ToolrunError);
     assert.equal(err.status, 422);
     assert.equal(err.code, 'invalid_request');
-    assert.deepEqual(err.errors?.map((e) => [e.loc, e.code]), [[['body', 'inputs', 'scale'], 'unknown_slot']]);
-    assert.equal(err.message, 'Invalid request: body.inputs.scale: is not an input of image_upscale');
+    assert.deepEqual(err.errors?.map((e) => [e.loc, e.code]), [[['body', 'inputs', 'sharpen'], 'unknown_slot']]);
+    assert.equal(err.message, 'Invalid request: body.inputs.sharpen: is not an input of image_upscale');
     assert.deepEqual(requests, ['GET /v1/tools', 'POST /v1/tools/image_upscale/estimate']);
   });
 

@@ -38,7 +38,7 @@ class Live(unittest.TestCase):
         ids = [t["id"] for t in self.client.tools.list()]
         self.assertIn("image_upscale", ids)
         tool = self.client.tools.get("image_upscale")
-        self.assertEqual([i["name"] for i in tool["inputs"]], ["image", "method"])
+        self.assertEqual([i["name"] for i in tool["inputs"]], ["image", "method", "scale"])
         with self.assertRaises(toolrun.NotFoundError) as caught:
             self.client.tools.get("no_such_tool")
         self.assertEqual(caught.exception.code, "tool_not_found")
@@ -152,9 +152,9 @@ class Live(unittest.TestCase):
         self.assertEqual(err.errors[0]["loc"], ["body", "inputs", "image"])
         self.assertEqual(err.errors[0]["code"], "missing")
         with self.assertRaises(toolrun.InvalidRequestError) as caught:
-            self.client.estimate("image_upscale", {"image": ["f"], "scale": 4})
+            self.client.estimate("image_upscale", {"image": ["f"], "sharpen": 4})
         locs = [(e["loc"], e["code"]) for e in caught.exception.errors]
-        self.assertIn((["body", "inputs", "scale"], "unknown_slot"), locs)
+        self.assertIn((["body", "inputs", "sharpen"], "unknown_slot"), locs)
 
     def test_unknown_things(self):
         with self.assertRaises(toolrun.NotFoundError) as caught:
