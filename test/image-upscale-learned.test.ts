@@ -10,7 +10,7 @@ import { after, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { imageUpscale } from '../src/tools/catalog/image-upscale.js';
 import { defaultModelPath, LumaNet, lumaPlane, type LumaOutput } from '../src/tools/upscaler/luma-net.js';
-import { compareNets, photoLuma } from './helpers/luma-nets.js';
+import { assertCloseToTrained, assertMatchesReference } from './helpers/luma-nets.js';
 import { assertLumaOnlyChange, assertSameImage, upscaleRun as run } from './helpers/upscale-run.js';
 import { upscaleInputs } from './helpers/upscale-inputs.js';
 
@@ -47,28 +47,11 @@ describe('the network', () => {
   });
 
   test('the int8 model stays within 6 grey levels of the trained network on a photograph (RMS under 0.5)', async () => {
-    const { worst, rms, largest } = await compareNets(shipped, trained, await photoLuma(), 2);
-    assert.ok(worst <= 6 / 255, `worst difference ${(worst * 255).toFixed(2)} grey levels`);
-    assert.ok(rms <= 0.5 / 255, `RMS ${(rms * 255).toFixed(3)} grey levels`);
-    assert.ok(largest >= 10 / 255, `the trained correction reaches ${(largest * 255).toFixed(1)} grey levels: the comparison has something to compare`);
+    await assertCloseToTrained(shipped, trained, { worstLevels: 6, rmsLevels: 0.5 });
   });
 
   test('ONNX Runtime gives the stored PyTorch reference for a fixed input, at most 1 grey level apart', async () => {
-    const ref = JSON.parse(await fs.readFile(REFERENCE, 'utf8')) as { width: number; height: number; luma255: number[]; luma2x255: number[] };
-    const plane = lumaPlane(ref.width, ref.height);
-    ref.luma255.forEach((v, i) => (plane[i] = v / 255));
-    const got: number[] = [];
-    await trained.run(plane, ref.width, ref.height, 'luma2x', (_y0, rows) => {
-      for (const v of rows) got.push(Math.round(Math.min(1, Math.max(0, v)) * 255));
-    });
-    assert.equal(got.length, ref.luma2x255.length);
-    const worst = Math.max(...got.map((v, i) => Math.abs(v - ref.luma2x255[i]!)));
-    assert.ok(worst <= 1, `worst difference ${worst} grey levels`);
-    // Not a network that does nothing: the correction moves some pixels.
-    const plain = new Float32Array(got.length);
-    await zero.run(plane, ref.width, ref.height, 'luma2x', (y0, rows) => plain.set(rows, y0 * 2 * ref.width));
-    const moved = got.filter((v, i) => Math.abs(v - Math.round(plain[i]! * 255)) >= 2).length;
-    assert.ok(moved > got.length / 20, `${moved} of ${got.length} pixels moved by the correction`);
+    await assertMatchesReference(trained, zero, REFERENCE);
   });
 
   for (const output of ['correction', 'luma2x'] as LumaOutput[]) {

@@ -3,12 +3,11 @@
 // gives that image exactly and the shipped model moves luma only; a network made for another
 // factor is refused rather than misapplied.
 import assert from 'node:assert/strict';
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { imageUpscale } from '../src/tools/catalog/image-upscale.js';
 import { defaultModelPath, LumaNet, lumaPlane } from '../src/tools/upscaler/luma-net.js';
-import { compareNets, photoLuma } from './helpers/luma-nets.js';
+import { assertCloseToTrained, assertMatchesReference } from './helpers/luma-nets.js';
 import { assertLumaOnlyChange, assertSameImage, upscaleRun } from './helpers/upscale-run.js';
 import { upscaleInputs } from './helpers/upscale-inputs.js';
 
@@ -32,29 +31,11 @@ describe('the x4 network', () => {
   // Measured 6.13 and 0.53 grey levels (the x4 correction reaches 63; BSD100 gain within 0.01 dB
   // of fp32 in bench:quality): a broken quantisation is tens of levels off.
   test('the int8 model stays within 8 grey levels of the trained network on a photograph (RMS under 0.75)', async () => {
-    const { worst, rms, largest } = await compareNets(shipped, trained, await photoLuma(), 4);
-    assert.ok(worst <= 8 / 255, `worst difference ${(worst * 255).toFixed(2)} grey levels`);
-    assert.ok(rms <= 0.75 / 255, `RMS ${(rms * 255).toFixed(3)} grey levels`);
-    assert.ok(largest >= 10 / 255, `the trained correction reaches ${(largest * 255).toFixed(1)} grey levels: the comparison has something to compare`);
+    await assertCloseToTrained(shipped, trained, { worstLevels: 8, rmsLevels: 0.75 });
   });
 
   test('ONNX Runtime gives the stored PyTorch reference for a fixed input, at most 1 grey level apart', async () => {
-    const ref = JSON.parse(await fs.readFile(REFERENCE_X4, 'utf8')) as { width: number; height: number; luma255: number[]; luma4x255: number[] };
-    const plane = lumaPlane(ref.width, ref.height);
-    ref.luma255.forEach((v, i) => (plane[i] = v / 255));
-    const got: number[] = [];
-    await trained.run(plane, ref.width, ref.height, 'luma4x', (_y0, rows) => {
-      for (const v of rows) got.push(Math.round(Math.min(1, Math.max(0, v)) * 255));
-    });
-    assert.equal(got.length, 16 * ref.width * ref.height);
-    assert.equal(got.length, ref.luma4x255.length);
-    const worst = Math.max(...got.map((v, i) => Math.abs(v - ref.luma4x255[i]!)));
-    assert.ok(worst <= 1, `worst difference ${worst} grey levels`);
-    // Not a network that does nothing: the correction moves some pixels.
-    const plain = new Float32Array(got.length);
-    await zero.run(plane, ref.width, ref.height, 'luma4x', (y0, rows) => plain.set(rows, y0 * 4 * ref.width));
-    const moved = got.filter((v, i) => Math.abs(v - Math.round(plain[i]! * 255)) >= 2).length;
-    assert.ok(moved > got.length / 20, `${moved} of ${got.length} pixels moved by the correction`);
+    await assertMatchesReference(trained, zero, REFERENCE_X4);
   });
 
   test('tiled and untiled corrections are equal (tiles of 16, strips of 8 against one tile); rows come 4 per input row', async () => {

@@ -1,8 +1,10 @@
-// Two upscaler networks compared on the same luma: how far the int8 model the service runs
-// strays from the trained network it was quantised from.
+// The checks the x2 and x4 networks share: ONNX Runtime against the stored PyTorch output, and
+// how far the int8 model the service runs strays from the trained network it was quantised from.
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
-import { lumaPlane, type LumaNet } from '../../src/tools/upscaler/luma-net.js';
+import { lumaPlane, type LumaNet, type LumaOutput } from '../../src/tools/upscaler/luma-net.js';
 
 /** The luma (BT.601, 0..1) of a photograph: a 160x112 crop of the cat in ij-test (a dev dependency). */
 export async function photoLuma(): Promise<{ plane: Float32Array; width: number; height: number }> {
@@ -38,4 +40,38 @@ export async function compareNets(
     largest = Math.max(largest, Math.abs(y[i]!));
   }
   return { worst, rms: Math.sqrt(sq / x.length), largest };
+}
+
+/** The quantised net against the trained one on a photograph: its worst and RMS difference in grey levels, within bounds. */
+export async function assertCloseToTrained(shipped: LumaNet, trained: LumaNet, bounds: { worstLevels: number; rmsLevels: number }): Promise<void> {
+  const { worst, rms, largest } = await compareNets(shipped, trained, await photoLuma(), trained.scale);
+  assert.ok(worst <= bounds.worstLevels / 255, `worst difference ${(worst * 255).toFixed(2)} grey levels`);
+  assert.ok(rms <= bounds.rmsLevels / 255, `RMS ${(rms * 255).toFixed(3)} grey levels`);
+  assert.ok(largest >= 10 / 255, `the trained correction reaches ${(largest * 255).toFixed(1)} grey levels: the comparison has something to compare`);
+}
+
+/**
+ * The trained net's full output (`luma2x` / `luma4x`) on export.py's fixed input against the
+ * PyTorch output stored beside it: at most 1 grey level apart, and not a net that does nothing
+ * (over 5% of the pixels at least 2 levels from the zero-correction model's).
+ */
+export async function assertMatchesReference(trained: LumaNet, zero: LumaNet, referenceFile: string): Promise<void> {
+  const n = trained.scale;
+  const output: LumaOutput = n === 4 ? 'luma4x' : 'luma2x';
+  const ref = JSON.parse(await fs.readFile(referenceFile, 'utf8')) as { width: number; height: number; luma255: number[] } & Record<string, number[]>;
+  const expected = ref[`${output}255`]!;
+  const plane = lumaPlane(ref.width, ref.height);
+  ref.luma255.forEach((v, i) => (plane[i] = v / 255));
+  const got: number[] = [];
+  await trained.run(plane, ref.width, ref.height, output, (_y0, rows) => {
+    for (const v of rows) got.push(Math.round(Math.min(1, Math.max(0, v)) * 255));
+  });
+  assert.equal(got.length, n * n * ref.width * ref.height);
+  assert.equal(got.length, expected.length);
+  const worst = Math.max(...got.map((v, i) => Math.abs(v - expected[i]!)));
+  assert.ok(worst <= 1, `worst difference ${worst} grey levels`);
+  const plain = new Float32Array(got.length);
+  await zero.run(plane, ref.width, ref.height, output, (y0, rows) => plain.set(rows, y0 * n * ref.width));
+  const moved = got.filter((v, i) => Math.abs(v - Math.round(plain[i]! * 255)) >= 2).length;
+  assert.ok(moved > got.length / 20, `${moved} of ${got.length} pixels moved by the correction`);
 }

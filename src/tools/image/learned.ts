@@ -100,7 +100,8 @@ export function rawInput(image: RawImage): Buffer | Uint16Array {
 
 /**
  * Adds the network's correction for `low` (the oriented input) to its Lanczos3 at the net's
- * factor, in place, and gives that image back. `upscaled` may still be in the making: the network
+ * factor (upscaleImage refuses a net of another factor before any work), in place, and gives
+ * that image back. `upscaled` may still be in the making: the network
  * starts on the luma at once and its first strips overlap libvips' second pass; each strip waits
  * for the image only when it is added (two strips in memory at most, as LumaNet.run holds them).
  */
@@ -115,13 +116,6 @@ export async function applyLearned(
   // Awaited by the first strip; if the network fails first, the image's own failure is not lost
   // as an unhandled rejection (the network's error is the one thrown).
   image.catch(() => undefined);
-  const checked = image.then((up) => {
-    if (up.width !== low.width * net.scale || up.height !== low.height * net.scale) {
-      throw new Error(`the x${net.scale} network cannot correct a ${low.width}x${low.height} -> ${up.width}x${up.height} upscale`);
-    }
-    return up;
-  });
-  checked.catch(() => undefined);
   const plane = lumaOf(low);
   await net.run(
     plane,
@@ -129,11 +123,11 @@ export async function applyLearned(
     low.height,
     'correction',
     async (y0, rows) => {
-      const up = await checked;
+      const up = await image;
       await addCorrection(up, y0, rows);
       progress((y0 + rows.length / up.width) / up.height);
     },
     { signal },
   );
-  return checked;
+  return image;
 }
