@@ -150,6 +150,8 @@ export interface Spread {
   median: number;
   q3: number;
   max: number;
+  /** What the samples are, when not rounds ("clips"). */
+  over?: string;
 }
 
 export function spreadOf(of: Spread['of'], xs: number[]): Spread | undefined {
@@ -163,7 +165,7 @@ export function spreadText(sp: Spread | undefined): string {
   if (!sp) return '';
   const f = sp.of === 'ratio' ? fmtRatio : fmtAuto;
   const iqr = sp.n >= 5 ? `, middle half ${f(sp.q1)}-${f(sp.q3)}` : '';
-  return `${f(sp.min)}-${f(sp.max)} over ${sp.n} rounds${iqr}`;
+  return `${f(sp.min)}-${f(sp.max)} over ${sp.n} ${sp.over ?? 'rounds'}${iqr}`;
 }
 
 export interface BenchResult {
@@ -224,6 +226,8 @@ export function figure(f: {
   roundRatios?: number[];
   /** Each round's value, for a figure without a baseline (with one, roundRatios says more). */
   roundValues?: number[];
+  /** What roundRatios / roundValues are samples of, when not rounds ("clips"). */
+  spreadOver?: string;
 }): Figure {
   const baseline = f.baseline ?? null;
   const ratio = baseline && baseline.value !== 0 && Number.isFinite(baseline.value) ? f.value / baseline.value : null;
@@ -231,7 +235,8 @@ export function figure(f: {
   let pass: boolean | null = null;
   if (target && !f.notApplicable) pass = !f.invalid && meets(target.on === 'ratio' ? (ratio ?? Number.NaN) : f.value, target.op, target.limit);
   const note = [f.invalid, f.notApplicable, f.note].filter(Boolean).join('; ');
-  const spread = f.roundRatios ? spreadOf('ratio', f.roundRatios) : f.roundValues ? spreadOf('value', f.roundValues) : undefined;
+  const found = f.roundRatios ? spreadOf('ratio', f.roundRatios) : f.roundValues ? spreadOf('value', f.roundValues) : undefined;
+  const spread = found && f.spreadOver ? { ...found, over: f.spreadOver } : found;
   return { name: f.name, figure: f.figure, unit: f.unit, value: f.value, baseline, ratio, target, pass, ...(note ? { note } : {}), ...(spread ? { spread } : {}) };
 }
 

@@ -71,7 +71,7 @@ export const BENCHES: BenchEntry[] = [
   },
   {
     name: 'video-learned',
-    title: 'video_upscale learned vs lanczos: realtime factor at 540p -> 1080p, luma PSNR on panned photos (issue 28)',
+    title: 'video_upscale learned vs lanczos: CPU and realtime factor at 540p -> 1080p, luma PSNR and flicker on panned and still photos (issues 28, 38)',
     script: 'bench/video-learned.ts',
     quickEnv: { BENCH_ROUNDS: '1', BENCH_SPEED_SECONDS: '2', BENCH_QUALITY_FRAMES: '12' },
   },
@@ -152,7 +152,8 @@ const str = (x: unknown, fallback = '') => (typeof x === 'string' ? x : fallback
 
 function readSpread(x: unknown): { spread: Spread } | null {
   if (!isObject(x) || (x.of !== 'ratio' && x.of !== 'value')) return null;
-  return { spread: { of: x.of, n: num(x.n), min: num(x.min), q1: num(x.q1), median: num(x.median), q3: num(x.q3), max: num(x.max) } };
+  const over = typeof x.over === 'string' ? { over: x.over } : {};
+  return { spread: { of: x.of, n: num(x.n), min: num(x.min), q1: num(x.q1), median: num(x.median), q3: num(x.q3), max: num(x.max), ...over } };
 }
 
 /** A load note's counters, or null (results written before issue 37 have none). */
