@@ -35,11 +35,12 @@ export const REFERENCE: Record<string, { input: [number, number]; output: [numbe
  */
 export const CPU_SECONDS_PER_SPARK = 2.4;
 /**
- * Input frame-megapixels the network's part of 1 Spark pays for: the learned path took 0.83 to
- * 0.93 CPU s per input frame-megapixel more than lanczos (bench:tools, 960x540 to 8192x2158), so
- * CPU_SECONDS_PER_SPARK buys 2.6; rounded down.
+ * Input frame-megapixels the network's part of 1 Spark pays for: with the int8 network (issue 38)
+ * the learned path took 0.64 to 0.80 CPU s per input frame-megapixel more than lanczos
+ * (bench:tools, 960x540 to 8192x2158; fp32 took 0.83 to 0.93, priced at 2.5), so
+ * CPU_SECONDS_PER_SPARK buys 3.0 at the dearest size.
  */
-export const LEARNED_FRAME_MP_PER_SPARK = 2.5;
+export const LEARNED_FRAME_MP_PER_SPARK = 3;
 
 export interface UpscaleWork {
   /** Frames encoded: lanczos passes the file's own through, learned makes ceil(length x rate). */
