@@ -83,9 +83,28 @@ describe('the process-wide LISTEN connection', () => {
     assert.deepEqual(c.got, ['hub_c:4']);
     assert.equal((await listeners()).length, 1, 'still one connection');
 
+    assert.deepEqual(await db.notifications.listeningChannels(), ['hub_a', 'hub_b', 'hub_c', 'hub_shared']);
+
+    // A subscriber that stops takes its own channels off the connection, not the ones others share.
     await subA.stop();
+    assert.deepEqual(await db.notifications.listeningChannels(), ['hub_b', 'hub_c', 'hub_shared']);
+    await notify('hub_a', '5');
+    await notify('hub_shared', '6');
+    await waitFor('b to hear the shared channel', async () => (b.got.length === 3 ? true : undefined));
+    assert.deepEqual(b.got, ['hub_b:2', 'hub_shared:3', 'hub_shared:6']);
+    assert.deepEqual(a.got, ['hub_a:1', 'hub_shared:3'], 'a stopped hears nothing more');
     await subB.stop();
+    assert.deepEqual(await db.notifications.listeningChannels(), ['hub_c']);
     assert.equal((await listeners()).length, 1, 'open while anyone listens');
+    // Joining again for a channel given up LISTENs it again.
+    const a2 = recorder(['hub_a']);
+    const subA2 = db.notifications.subscribe(a2);
+    await subA2.start();
+    assert.deepEqual(await db.notifications.listeningChannels(), ['hub_a', 'hub_c']);
+    await notify('hub_a', '7');
+    await waitFor('the returning subscriber to hear', async () => (a2.got.length === 1 ? true : undefined));
+    assert.deepEqual(a2.got, ['hub_a:7']);
+    await subA2.stop();
     await subC.stop();
     await waitFor('the connection to close with its last subscriber', async () => ((await listeners()).length === 0 ? true : undefined));
   });

@@ -64,6 +64,7 @@ export class NotificationHub {
       stop: async () => {
         this.subscribers.delete(sub);
         if (this.subscribers.size === 0) await this.disconnect();
+        else await this.unlistenUnwanted();
       },
     };
   }
@@ -104,6 +105,34 @@ export class NotificationHub {
         this.heard.add(channel);
       }
     }
+  }
+
+  /**
+   * UNLISTENs the channels no subscriber wants any more, so PostgreSQL stops signalling this
+   * connection for them. `heard` loses a channel before its UNLISTEN is sent: a subscriber joining
+   * for it meanwhile sends a LISTEN, which the connection runs after the UNLISTEN (one connection
+   * runs its queries in order), so it ends up heard.
+   */
+  private async unlistenUnwanted(): Promise<void> {
+    const client = this.client;
+    if (!client) return;
+    const wanted = this.wanted();
+    const unwanted = [...this.heard].filter((c) => !wanted.has(c));
+    for (const channel of unwanted) this.heard.delete(channel);
+    try {
+      for (const channel of unwanted) await client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`);
+    } catch (err) {
+      // The connection is going (its 'error' or 'end' reconnects, LISTENing only what is wanted).
+      this.opts.logger.debug({ err }, 'UNLISTEN failed; the connection is being replaced');
+    }
+  }
+
+  /** The channels the live connection LISTENs on, as PostgreSQL reports them (empty without one). */
+  async listeningChannels(): Promise<string[]> {
+    const client = this.client;
+    if (!client) return [];
+    const { rows } = await client.query<{ channel: string }>('SELECT pg_listening_channels() AS channel');
+    return rows.map((r) => r.channel).sort();
   }
 
   private connect(): Promise<void> {
