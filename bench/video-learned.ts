@@ -8,8 +8,8 @@
  * Realtime factor = the clip's seconds / wall seconds. CPU seconds are this process's (its threads:
  * the network's) plus its reaped children's (both ffmpegs), which move far less than wall time
  * with the machine's load: per Spark of the run's price they are what `learned` is priced by
- * (CPU_SECONDS_PER_SPARK), and that figure fails when a run costs more. The wall-time ratio decides the default:
- * `learned` only if it is at most 4x (issue 28).
+ * (CPU_SECONDS_PER_SPARK), and that figure fails when a run costs more. The CPU ratio is the first
+ * of issue 38's conditions for the default (below); issue 28's 4x wall bar was the one before it.
  *
  * Quality: clips made by panning slowly (2 px right and 1 px down a frame, whole pixels, so every
  * frame is an exact crop) across photos of ../shared/datasets/sr/eval (Set14, BSD100), encoded
