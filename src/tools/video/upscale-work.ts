@@ -36,9 +36,10 @@ export const REFERENCE: Record<string, { input: [number, number]; output: [numbe
 export const CPU_SECONDS_PER_SPARK = 2.4;
 /**
  * Input frame-megapixels the network's part of 1 Spark pays for: with the int8 network (issue 38)
- * the learned path took 0.64 to 0.80 CPU s per input frame-megapixel more than lanczos
- * (bench:tools, 960x540 to 8192x2158; fp32 took 0.83 to 0.93, priced at 2.5), so
- * CPU_SECONDS_PER_SPARK buys 3.0 at the dearest size.
+ * the learned path took 0.53 to 0.85 CPU s per input frame-megapixel more than lanczos
+ * (bench:tools, two runs, 960x540 to 8192x2158; fp32 took 0.83 to 0.93, priced at 2.5), so
+ * CPU_SECONDS_PER_SPARK buys 3.0 at the dearest 1080p size (0.80); the 4K case at its dearest
+ * (0.85) stays under the 3.6 CPU s a Spark of its target's prices buys (docs/decisions.md).
  */
 export const LEARNED_FRAME_MP_PER_SPARK = 3;
 
