@@ -33,17 +33,15 @@ export function meanPsnr(frames: LumaFrames, truth: LumaFrames, w: number, h: nu
   return frames.reduce((a, fr, i) => a + lumaPsnr(fr, truth[i]!, w, h, border), 0) / frames.length;
 }
 
-/** Mean absolute difference between consecutive frames (grey levels), over every pair. */
-export function staticFlicker(frames: LumaFrames, w: number, h: number, border: number): number {
-  if (frames.length < 2) throw new Error('flicker needs at least two frames');
+/** The mean of `diff(t, i)` over every consecutive pair (t - 1, t) of `count` frames and every pixel i inside the border. */
+function meanOverPairs(count: number, w: number, h: number, border: number, diff: (t: number, i: number) => number): number {
+  if (count < 2) throw new Error('flicker needs at least two frames');
   let sum = 0;
   let n = 0;
-  for (let t = 1; t < frames.length; t++) {
-    const a = frames[t]!;
-    const b = frames[t - 1]!;
+  for (let t = 1; t < count; t++) {
     for (let y = border; y < h - border; y++) {
       for (let x = border; x < w - border; x++) {
-        sum += Math.abs(a[y * w + x]! - b[y * w + x]!);
+        sum += diff(t, y * w + x);
         n++;
       }
     }
@@ -51,24 +49,13 @@ export function staticFlicker(frames: LumaFrames, w: number, h: number, border: 
   return sum / n;
 }
 
+/** Mean absolute difference between consecutive frames (grey levels), over every pair. */
+export function staticFlicker(frames: LumaFrames, w: number, h: number, border: number): number {
+  return meanOverPairs(frames.length, w, h, border, (t, i) => Math.abs(frames[t]![i]! - frames[t - 1]![i]!));
+}
+
 /** Mean |(out[t] - out[t-1]) - (truth[t] - truth[t-1])| (grey levels), over every pair. */
 export function panFlicker(frames: LumaFrames, truth: LumaFrames, w: number, h: number, border: number): number {
   if (frames.length !== truth.length) throw new Error(`${frames.length} frames, the original has ${truth.length}`);
-  if (frames.length < 2) throw new Error('flicker needs at least two frames');
-  let sum = 0;
-  let n = 0;
-  for (let t = 1; t < frames.length; t++) {
-    const a = frames[t]!;
-    const b = frames[t - 1]!;
-    const ta = truth[t]!;
-    const tb = truth[t - 1]!;
-    for (let y = border; y < h - border; y++) {
-      for (let x = border; x < w - border; x++) {
-        const i = y * w + x;
-        sum += Math.abs(a[i]! - b[i]! - (ta[i]! - tb[i]!));
-        n++;
-      }
-    }
-  }
-  return sum / n;
+  return meanOverPairs(frames.length, w, h, border, (t, i) => Math.abs(frames[t]![i]! - frames[t - 1]![i]! - (truth[t]![i]! - truth[t - 1]![i]!)));
 }
