@@ -212,10 +212,19 @@ async function upscaleBoth(small: string, frames: number, w: number, h: number, 
   return { learned: await lumaFrames(learnedOut, w, h), lanczos: await lumaFrames(lanczosOut, w, h) };
 }
 
+/** The clips made here (originals and their reductions) are lossless H.264. */
+const LOSSLESS = ['-c:v', 'libx264', '-preset', 'ultrafast', '-qp', '0'];
+
 /** A photo's crop as a lossless clip of `frames` frames: panning 2 px right and 1 px down a frame, or still. */
 async function truthClip(photo: string, w: number, h: number, frames: number, pan: boolean, file: string): Promise<void> {
   const crop = pan ? `crop=${w}:${h}:'2*n':'n'` : `crop=${w}:${h}:0:0`;
-  await ffmpeg(['-loop', '1', '-framerate', String(FPS), '-i', photo, '-vf', `${crop},format=yuv444p`, '-frames:v', String(frames), '-c:v', 'libx264', '-preset', 'ultrafast', '-qp', '0', file]);
+  await ffmpeg(['-loop', '1', '-framerate', String(FPS), '-i', photo, '-vf', `${crop},format=yuv444p`, '-frames:v', String(frames), ...LOSSLESS, file]);
+}
+
+/** `clip` (w x h) reduced 2x by swscale's `flags`, then `after` (a filter, or none), as a lossless clip. */
+async function reducedClip(clip: string, w: number, h: number, flags: string, file: string, after?: string): Promise<void> {
+  const filter = [`scale=${w / 2}:${h / 2}:flags=${flags}`, 'format=yuv444p', ...(after ? [after] : [])].join(',');
+  await ffmpeg(['-i', clip, '-vf', filter, ...LOSSLESS, file]);
 }
 
 async function quality(dir: string): Promise<{ scores: Scores; names: string[] }> {
@@ -233,7 +242,7 @@ async function quality(dir: string): Promise<{ scores: Scores; names: string[] }
     names.push(`${name} (${w}x${h})`);
     for (const reduction of REDUCTIONS) {
       const small = path.join(dir, `small-${names.length}-${reduction}.mp4`);
-      await ffmpeg(['-i', truthFile, '-vf', `scale=${w / 2}:${h / 2}:flags=${reduction},format=yuv444p`, '-c:v', 'libx264', '-preset', 'ultrafast', '-qp', '0', small]);
+      await reducedClip(truthFile, w, h, reduction, small);
       const out = await upscaleBoth(small, f, w, h, path.join(dir, `pan-${names.length}-${reduction}`));
       const s: ClipScore = {
         psnr: { learned: meanPsnr(out.learned, truth, w, h, BORDER), lanczos: meanPsnr(out.lanczos, truth, w, h, BORDER) },
@@ -261,7 +270,7 @@ async function staticScenes(dir: string): Promise<{ name: string; learned: numbe
     const still = path.join(dir, `still-${rows.length}.mp4`);
     await truthClip(photo, w, h, f, false, still);
     const small = path.join(dir, `still-small-${rows.length}.mp4`);
-    await ffmpeg(['-i', still, '-vf', `scale=${w / 2}:${h / 2}:flags=bicubic,format=yuv444p,${STATIC_NOISE}`, '-c:v', 'libx264', '-preset', 'ultrafast', '-qp', '0', small]);
+    await reducedClip(still, w, h, 'bicubic', small, STATIC_NOISE);
     const out = await upscaleBoth(small, f, w, h, path.join(dir, `still-${rows.length}`));
     const row = { name: `${name} (${w}x${h})`, learned: staticFlicker(out.learned, w, h, BORDER), lanczos: staticFlicker(out.lanczos, w, h, BORDER) };
     rows.push(row);
