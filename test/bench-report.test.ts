@@ -309,10 +309,15 @@ describe('benchmark report', () => {
     assert.equal(v.spread?.of, 'value');
     assert.equal(figure({ name: 'one', figure: 'one round', unit: 'ms', value: 1, roundValues: [1] }).spread, undefined, 'one round has no spread');
 
-    const r = { ...httpResult(), figures: [f, v] };
+    // Samples that are not rounds say what they are, through the results file too.
+    const c = figure({ name: 'gain', figure: 'gain', unit: 'dB', value: 1.2, roundValues: [0.5, 1.2, 2], spreadOver: 'clips' });
+    assert.equal(c.spread?.over, 'clips');
+
+    const r = { ...httpResult(), figures: [f, v, c] };
     const md = renderMarkdown({ ...input(), benches: [{ ...outcomes()[0]!, result: r }] });
     assert.ok(md.includes('| upload | 58.0 MB/s | 100 MB/s (write + MD5) | 0.580 (0.550-0.610 over 5 rounds, middle half 0.570-0.600) | ratio ≥ 0.5 | **PASS** |'), md);
     assert.ok(md.includes('| fixed cost | 37.0 ms (36.0-104 over 3 rounds) | - | - |'), md);
+    assert.ok(md.includes('| gain | 1.20 dB (0.500-2.00 over 3 clips) |'), md);
     assert.match(figuresTable([f]), /0\.580 \(0\.550-0\.610 over 5 rounds/);
 
     const file = path.join(tmp, 'spread.json');

@@ -154,10 +154,10 @@ export interface Spread {
   over?: string;
 }
 
-export function spreadOf(of: Spread['of'], xs: number[]): Spread | undefined {
+export function spreadOf(of: Spread['of'], xs: number[], over?: string): Spread | undefined {
   const v = xs.filter(Number.isFinite);
   if (v.length < 2) return undefined;
-  return { of, n: v.length, min: Math.min(...v), q1: percentile(v, 25), median: median(v), q3: percentile(v, 75), max: Math.max(...v) };
+  return { of, n: v.length, min: Math.min(...v), q1: percentile(v, 25), median: median(v), q3: percentile(v, 75), max: Math.max(...v), ...(over ? { over } : {}) };
 }
 
 /** "0.55-0.61 over 5 rounds": the range, and the middle half once there are enough rounds for one. */
@@ -235,8 +235,7 @@ export function figure(f: {
   let pass: boolean | null = null;
   if (target && !f.notApplicable) pass = !f.invalid && meets(target.on === 'ratio' ? (ratio ?? Number.NaN) : f.value, target.op, target.limit);
   const note = [f.invalid, f.notApplicable, f.note].filter(Boolean).join('; ');
-  const found = f.roundRatios ? spreadOf('ratio', f.roundRatios) : f.roundValues ? spreadOf('value', f.roundValues) : undefined;
-  const spread = found && f.spreadOver ? { ...found, over: f.spreadOver } : found;
+  const spread = f.roundRatios ? spreadOf('ratio', f.roundRatios, f.spreadOver) : f.roundValues ? spreadOf('value', f.roundValues, f.spreadOver) : undefined;
   return { name: f.name, figure: f.figure, unit: f.unit, value: f.value, baseline, ratio, target, pass, ...(note ? { note } : {}), ...(spread ? { spread } : {}) };
 }
 
