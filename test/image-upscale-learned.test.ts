@@ -10,7 +10,7 @@ import { after, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { imageUpscale } from '../src/tools/catalog/image-upscale.js';
 import { defaultModelPath, LumaNet, lumaPlane, type LumaOutput } from '../src/tools/upscaler/luma-net.js';
-import { assertCloseToTrained, assertMatchesReference } from './helpers/luma-nets.js';
+import { assertCloseToTrained, assertMatchesReference, assertWeightsNeverSaturate } from './helpers/luma-nets.js';
 import { assertLumaOnlyChange, assertSameImage, upscaleRun as run } from './helpers/upscale-run.js';
 import { upscaleInputs } from './helpers/upscale-inputs.js';
 
@@ -44,6 +44,10 @@ describe('the network', () => {
   test('the service runs the int8 model by default', () => {
     assert.equal(shipped.modelPath, defaultModelPath(2, 'int8'));
     assert.match(shipped.modelPath, /upscaler-x2-int8\.onnx$/);
+  });
+
+  test('the int8 model\'s weights stay within 7 bits, so that CPUs without VNNI compute the same network', async () => {
+    await assertWeightsNeverSaturate(shipped.modelPath, 7);
   });
 
   test('the int8 model stays within 6 grey levels of the trained network on a photograph (RMS under 0.5)', async () => {

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { imageUpscale } from '../src/tools/catalog/image-upscale.js';
 import { defaultModelPath, LumaNet, lumaPlane } from '../src/tools/upscaler/luma-net.js';
-import { assertCloseToTrained, assertMatchesReference } from './helpers/luma-nets.js';
+import { assertCloseToTrained, assertMatchesReference, assertWeightsNeverSaturate } from './helpers/luma-nets.js';
 import { assertLumaOnlyChange, assertSameImage, upscaleRun } from './helpers/upscale-run.js';
 import { upscaleInputs } from './helpers/upscale-inputs.js';
 
@@ -30,6 +30,10 @@ describe('the x4 network', () => {
 
   // Measured 6.13 and 0.53 grey levels (the x4 correction reaches 63; BSD100 gain within 0.01 dB
   // of fp32 in bench:quality): a broken quantisation is tens of levels off.
+  test('the int8 model\'s weights stay within 7 bits, so that CPUs without VNNI compute the same network', async () => {
+    await assertWeightsNeverSaturate(shipped.modelPath, 7);
+  });
+
   test('the int8 model stays within 8 grey levels of the trained network on a photograph (RMS under 0.75)', async () => {
     await assertCloseToTrained(shipped, trained, { worstLevels: 8, rmsLevels: 0.75 });
   });

@@ -154,10 +154,10 @@ after(async () => {
 
 describe('video_upscale is priced by its frames and their size (item 6)', () => {
   test('learned, 1916x1076 at 240 fps for 1 s: its 240 frames x 2.06 MP are priced, and held', async () => {
-    // The network's part: 1 Spark per started 3 input frame-megapixels (240 x 2.0616 = 494.8 -> 165),
+    // The network's part: 1 Spark per started 2.5 input frame-megapixels (240 x 2.0616 = 494.8 -> 198),
     // on the lanczos price of its frames: 240 x (2.06 + 2.08 MP out) against 300 x (0.92 + 2.07) for 2 -> 3.
     const sparks = await price('video_upscale', { inputs: { video: [ids.fast], method: 'learned' } });
-    assert.equal(sparks, 168);
+    assert.equal(sparks, 201);
     await holdAndCharge('video_upscale', { video: [ids.fast], method: 'learned' }, sparks, 'cancel');
   });
 
@@ -202,8 +202,8 @@ describe('video_upscale is priced by its frames and their size (item 6)', () => 
     // 95 s of 1280x720 (1080p) or 1920x1080 (4K) at 30 fps: the per-10 s price, unchanged.
     assert.equal(await price('video_upscale', { duration_seconds: 95 }), 20);
     assert.equal(await price('video_upscale', { inputs: { target: '4k' }, duration_seconds: 95 }), 60);
-    // learned adds 1 Spark per started 3 MP of input frames: 2,850 x 0.9216 MP -> 876.
-    assert.equal(await price('video_upscale', { inputs: { method: 'learned' }, duration_seconds: 95 }), 20 + 876);
+    // learned adds 1 Spark per started 2.5 MP of input frames: 2,850 x 0.9216 MP -> 1,051.
+    assert.equal(await price('video_upscale', { inputs: { method: 'learned' }, duration_seconds: 95 }), 20 + 1051);
     // 600 s of 720p at 30 fps is past what learned's 24 h limit covers: said at the hint.
     const res = await estimate(s, team.key, 'video_upscale', { inputs: { method: 'learned' }, duration_seconds: 600 });
     assertFieldErrors(res, [{ loc: ['body', 'duration_seconds'], code: 'too_large' }]);

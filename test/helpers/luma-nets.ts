@@ -5,6 +5,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
 import { lumaPlane, type LumaNet, type LumaOutput } from '../../src/tools/upscaler/luma-net.js';
+import { int8Initializers } from './onnx-weights.js';
 
 /** The luma (BT.601, 0..1) of a photograph: a 160x112 crop of the cat in ij-test (a dev dependency). */
 export async function photoLuma(): Promise<{ plane: Float32Array; width: number; height: number }> {
@@ -48,6 +49,23 @@ export async function assertCloseToTrained(shipped: LumaNet, trained: LumaNet, b
   assert.ok(worst <= bounds.worstLevels / 255, `worst difference ${(worst * 255).toFixed(2)} grey levels`);
   assert.ok(rms <= bounds.rmsLevels / 255, `RMS ${(rms * 255).toFixed(3)} grey levels`);
   assert.ok(largest >= 10 / 255, `the trained correction reaches ${(largest * 255).toFixed(1)} grey levels: the comparison has something to compare`);
+}
+
+/**
+ * The int8 model's weights stay within +-63. Without VNNI, ONNX Runtime's x86 kernels (AVX2,
+ * AVX-512 before VNNI) multiply uint8 activations by int8 weights with VPMADDUBSW, which adds
+ * each pair of products into a saturating int16: 2 x 255 x 63 = 32130 fits, 2 x 255 x 127 does
+ * not, and such a machine then computes another network (measured on an AMD EPYC without VNNI:
+ * BSD100 x2 gain 1.118 dB against the fp32 model's 1.212). Every CPU gets the same output.
+ */
+export async function assertWeightsNeverSaturate(modelPath: string, convolutions: number): Promise<void> {
+  const weights = (await int8Initializers(modelPath)).filter((t) => t.name.endsWith('weight_quantized'));
+  assert.equal(weights.length, convolutions, `quantised weight tensors: ${weights.map((t) => t.name).join(', ')}`);
+  for (const { name, values } of weights) {
+    const largest = values.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+    assert.ok(largest <= 63, `${name} reaches ${largest}: a pair of products can pass 32767 on an AVX2 machine`);
+    assert.equal(largest, 63, `${name} uses its range (largest ${largest})`);
+  }
 }
 
 /**

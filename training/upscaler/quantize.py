@@ -3,7 +3,7 @@
     cd training/upscaler
     /usr/bin/python3 quantize.py ../../models/upscaler-x2.onnx /tmp/int8/upscaler-x2-int8.onnx
     # options: --act uint8|int8, --per-tensor (weights), --percentile 99.99 (activation ranges),
-    #          --float-first (keep the first Conv float), --quantize-last (the last Conv is float
+    #          --weight-bits 7|8, --float-first (keep the first Conv float), --quantize-last (the last Conv is float
     #          by default), --input-scale-255, --patches 400 --patch 64 --seed 1
 
 Calibration: the network branch (the Conv/LeakyRelu stack, initializers net.body.K.weight/bias)
@@ -11,9 +11,10 @@ is rebuilt in torch and run on input patches drawn as train.py draws them (train
 ../../../shared/datasets/sr/train, reduced the three ways, sometimes degraded; eval/ is never
 used). Per tensor it records min/max (or a percentile of each tail). The output graph keeps every
 node of the float model and adds QuantizeLinear/DequantizeLinear pairs (opset 13): activations per
-tensor (uint8 or int8, asymmetric), weights int8 symmetric per output channel (axis 0), biases int32
-with scale x_scale*w_scale, so that ONNX Runtime's QDQ transformer fuses DQ->Conv->Q into
-QLinearConv and DQ->LeakyRelu->Q into QLinearLeakyRelu. The Lanczos branch stays float and exact.
+tensor (uint8 or int8, asymmetric), weights int8 symmetric per output channel (axis 0) within +-63
+(7 bits, --weight-bits; see the option), biases int32 with scale x_scale*w_scale, so that ONNX
+Runtime's QDQ transformer fuses DQ->Conv->Q into QLinearConv and DQ->LeakyRelu->Q into
+QLinearLeakyRelu. The Lanczos branch stays float and exact.
 """
 import argparse, os, random, sys, time
 import numpy as np
@@ -112,6 +113,9 @@ def main():
     ap.add_argument('--folders', default='urban100,t91,sunhays,mate')
     ap.add_argument('--act', default='uint8', choices=('uint8', 'int8'))
     ap.add_argument('--per-tensor', action='store_true', help='one weight scale per Conv instead of per output channel')
+    ap.add_argument('--weight-bits', type=int, default=7, choices=(7, 8),
+                    help='7: weights within +-63, so that x86 kernels without VNNI (AVX2 VPMADDUBSW, whose pairs of u8 x s8 products '
+                         'add into a saturating int16) never saturate and every CPU computes the same output; 8: +-127')
     ap.add_argument('--percentile', type=float, default=100.0, help='activation range: this percentile of each tail (100: min/max)')
     ap.add_argument('--input-scale-255', action='store_true', help='quantise the luma input with scale 1/255, zero point 0')
     ap.add_argument('--float-first', action='store_true', help='keep the first Conv float')
@@ -171,12 +175,13 @@ def main():
         if quant:
             xs, _, _ = act_qparams(xin)
             c.input[0] = qdq(xin)
+            wmax = 2 ** (args.weight_bits - 1) - 1
             if args.per_tensor:
-                ws = np.full(w.shape[0], np.abs(w).max() / 127, dtype=np.float32)
+                ws = np.full(w.shape[0], np.abs(w).max() / wmax, dtype=np.float32)
             else:
-                ws = (np.abs(w).reshape(w.shape[0], -1).max(1) / 127).astype(np.float32)
+                ws = (np.abs(w).reshape(w.shape[0], -1).max(1) / wmax).astype(np.float32)
             ws[ws == 0] = 1e-8
-            wq = np.clip(np.round(w / ws[:, None, None, None]), -127, 127).astype(np.int8)
+            wq = np.clip(np.round(w / ws[:, None, None, None]), -wmax, wmax).astype(np.int8)
             bs = (np.float32(xs) * ws).astype(np.float32)
             bq = np.round(b / bs).astype(np.int64)
             assert np.abs(bq).max() < 2**31
@@ -190,7 +195,7 @@ def main():
             qdq_nodes.append(helper.make_node('DequantizeLinear', [bname + '_quantized', bname + '_scale', bname + '_zp'], [bname + '_dq'], name=bname + '_DQ', axis=0))
             c.input[1], c.input[2] = wname + '_dq', bname + '_dq'
             err = np.abs(wq.astype(np.float32) * ws[:, None, None, None] - w).max()
-            report.append(f'conv {k}: int8 weights (max error {err:.2e}), input scale {xs:.3e}')
+            report.append(f'conv {k}: {args.weight_bits}-bit weights (max error {err:.2e}), input scale {xs:.3e}')
             # the output: Q/DQ before its consumer (LeakyRelu, or DepthToSpace for the last)
             if leaky is not None:
                 leaky.input[0] = qdq(c.output[0])

@@ -35,13 +35,14 @@ export const REFERENCE: Record<string, { input: [number, number]; output: [numbe
  */
 export const CPU_SECONDS_PER_SPARK = 2.4;
 /**
- * Input frame-megapixels the network's part of 1 Spark pays for: with the int8 network (issue 38)
- * the learned path took 0.53 to 0.85 CPU s per input frame-megapixel more than lanczos
- * (bench:tools, two runs, 960x540 to 8192x2158; fp32 took 0.83 to 0.93, priced at 2.5), so
- * CPU_SECONDS_PER_SPARK buys 3.0 at the dearest 1080p size (0.80); the 4K case at its dearest
- * (0.85) stays under the 3.6 CPU s a Spark of its target's prices buys (docs/decisions.md).
+ * Input frame-megapixels the network's part of 1 Spark pays for, priced for a CPU without VNNI:
+ * there the int8 network's learned path took 1.46 to 1.66 CPU s per input frame-megapixel more
+ * than lanczos, whose own 1080p reference took 1.29 times its CPU on the VNNI machine (bench:tools,
+ * AMD EPYC family 25 model 1), so 2.5 keeps every clip within 1.2 times its target's rate there.
+ * With VNNI it took 0.53 to 0.85 and 2.5 overcharges by about half (docs/decisions.md, "Learned
+ * video's price on CPUs without VNNI").
  */
-export const LEARNED_FRAME_MP_PER_SPARK = 3;
+export const LEARNED_FRAME_MP_PER_SPARK = 2.5;
 
 export interface UpscaleWork {
   /** Frames encoded: lanczos passes the file's own through, learned makes ceil(length x rate). */
