@@ -31,7 +31,7 @@ import type { DirectFile } from './bench-tools.js';
 import { figure, fmt, MIB, table, type Figure } from './report.js';
 
 /** A clip's CPU a Spark may pass its target's reference by this much: the spread of CPU seconds on a shared 2-core machine. */
-const REFERENCE_TOLERANCE = 1.2;
+export const REFERENCE_TOLERANCE = 1.2;
 const PANORAMA = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../node_modules/@jimp/test-utils/images/panoramic.jpg');
 
 type Method = 'lanczos' | 'learned';
@@ -73,6 +73,11 @@ async function makeClip(dir: string, c: Clip, frames: number): Promise<DirectFil
   await ffmpeg(['-loop', '1', '-framerate', String(c.fps), '-i', PANORAMA, '-vf', vf, '-frames:v', String(frames), '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '18', '-movflags', '+faststart', file]);
   const info: MediaInfo = { kind: 'video', width: c.width, height: c.height, durationSeconds: frames / c.fps, frameRate: c.fps, frames };
   return { slot: 'video', path: file, fileName: path.basename(file), mime: 'video/mp4', info };
+}
+
+/** `frames` frames of the 1080p reference (1280x720 at 30 fps, panning), for a bench that sets its own CPU per Spark against it. */
+export function referenceClip1080p(dir: string, frames: number): Promise<DirectFile> {
+  return makeClip(dir, CLIPS[0]!, frames);
 }
 
 function priceOf(tool: string, values: Record<string, unknown>, slot: string, info: MediaInfo): { sparks: number; refused: string | null } {
