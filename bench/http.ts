@@ -12,7 +12,7 @@
  * BENCH_LOG_LEVEL (the API's LOG_LEVEL, warn), BENCH_PROBE=0 to skip the SQL-only diagnostic,
  * BENCH_CALLGRIND=0 to skip the instruction counts, BENCH_CG_WARMUP (20000), BENCH_CG_WINDOWS (14, the most a series takes),
  * BENCH_CG_REQUESTS (2000), BENCH_CG_NODE_ARGS (node flags of both servers under callgrind; see
- * bench/lib/http-instructions.ts).
+ * bench/lib/http-instructions.ts), BENCH_API_NODE_ARGS (node flags of the API child in the timed rounds).
  */
 import fs from 'node:fs';
 import autocannon from 'autocannon';
@@ -48,6 +48,8 @@ const settings = {
   connections: envInt('BENCH_CONNECTIONS', 50),
   pipelining: Math.max(1, envInt('BENCH_PIPELINING', 1)),
   apiLogLevel: process.env.BENCH_LOG_LEVEL || 'warn',
+  /** BENCH_API_NODE_ARGS: node flags of the API child (space-separated), for a look inside it: `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
+  apiNodeArgs: (process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean),
   settleS: 5,
   /** BENCH_CALLGRIND=0 skips the instruction counts (valgrind, a few minutes). */
   callgrind: process.env.BENCH_CALLGRIND !== '0',
@@ -162,7 +164,7 @@ async function main(svc: BenchService): Promise<void> {
   process.stdout.write(`setting up the database and the two servers (${loadBefore.text})...\n`);
   const database = await svc.database();
   const auth = { authorization: `Bearer ${database.key}` };
-  const api = svc.child('api', await startApiChild(database.url, settings.apiLogLevel));
+  const api = svc.child('api', await startApiChild(database.url, settings.apiLogLevel, {}, { nodeArgs: settings.apiNodeArgs }));
   const meBody = await fetchJson(`${api.url}/v1/me`, auth);
   const bare = svc.child('bare', await startServerChild('bare', 'bare', { ...process.env, BENCH_BODY: meBody }));
   if ((await fetchJson(`${bare.url}/v1/me`, auth)) !== meBody) throw new Error('the bare route does not answer the same JSON');
