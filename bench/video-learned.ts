@@ -49,7 +49,7 @@ import { H264, MP4 } from '../src/tools/video/common.js';
 import { runLearned } from '../src/tools/video/learned-frames.js';
 import { runUpscale } from '../src/tools/video/upscale.js';
 import { DEFAULT_UPSCALE_METHOD as DEFAULT_METHOD } from '../src/tools/video/upscale-rules.js';
-import { CPU_SECONDS_PER_SPARK, LEARNED_FRAME_MP_PER_SPARK, upscaleSparks, upscaleWork } from '../src/tools/video/upscale-work.js';
+import { CPU_SECONDS_PER_SPARK, LEARNED_FRAME_MP_PER_SPARK, PER_10_SECONDS, REFERENCE_FRAMES as PRICED_FRAMES, upscaleSparks, upscaleWork } from '../src/tools/video/upscale-work.js';
 import { cpuWithChildren } from './lib/app-children.js';
 import { envInt, envNum, figure, finish, loadNote, median, resultHeader, runBench, table, watchdog, type BenchResult, type Figure } from './lib/report.js';
 import { meanPsnr, panFlicker, staticFlicker } from './lib/video-frames.js';
@@ -165,7 +165,8 @@ async function speed(dir: string): Promise<{ figures: Figure[]; rows: string[][]
   const [short, long] = REFERENCE_FRAMES.map((n) => cpu(`ref${n}`));
   const perFrame = (long! - short!) / (REFERENCE_FRAMES[1] - REFERENCE_FRAMES[0]);
   const fixed = Math.max(0, short! - REFERENCE_FRAMES[0] * perFrame);
-  const reference = (fixed + 300 * perFrame) / 2;
+  // The 1080p price's 10 s: PRICED_FRAMES frames for PER_10_SECONDS['1080p'] Sparks.
+  const reference = (fixed + PRICED_FRAMES * perFrame) / PER_10_SECONDS['1080p']!;
   const figures = [
     figure({ name: 'lanczos_realtime', figure: 'video_upscale lanczos, 960x540 -> 1080p: realtime factor', unit: 'x', value: lanczos.value }),
     figure({ name: 'learned_realtime', figure: 'video_upscale learned, 960x540 -> 1080p: realtime factor', unit: 'x', value: s / wall('learned'), baseline: lanczos }),
