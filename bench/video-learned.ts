@@ -49,11 +49,11 @@ import { H264, MP4 } from '../src/tools/video/common.js';
 import { runLearned } from '../src/tools/video/learned-frames.js';
 import { runUpscale } from '../src/tools/video/upscale.js';
 import { DEFAULT_UPSCALE_METHOD as DEFAULT_METHOD } from '../src/tools/video/upscale-rules.js';
-import { CPU_SECONDS_PER_SPARK, LEARNED_FRAME_MP_PER_SPARK, PER_10_SECONDS, REFERENCE_FRAMES as PRICED_FRAMES, upscaleSparks, upscaleWork } from '../src/tools/video/upscale-work.js';
+import { CPU_SECONDS_PER_SPARK, LEARNED_FRAME_MP_PER_SPARK, PER_10_SECONDS, REFERENCE_FRAMES, upscaleSparks, upscaleWork } from '../src/tools/video/upscale-work.js';
 import { cpuWithChildren } from './lib/app-children.js';
 import { envInt, envNum, figure, finish, loadNote, median, resultHeader, runBench, table, watchdog, type BenchResult, type Figure } from './lib/report.js';
 import { meanPsnr, panFlicker, staticFlicker } from './lib/video-frames.js';
-import { referenceClip1080p, REFERENCE_TOLERANCE } from './lib/work-prices.js';
+import { referenceClip1080p, REFERENCE_TOLERANCE, splitCpu } from './lib/work-prices.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const EVAL = path.resolve(ROOT, '..', 'shared', 'datasets', 'sr', 'eval');
@@ -65,7 +65,7 @@ const FPS = 24;
 /** Issue 38 item 3: `learned` becomes the default only if all of these hold (one figure each). */
 const BAR = { cpuRatio: 6, gainDb: 0.8, flickerRatio: 1.1 };
 /** The 1080p reference clip's two lengths (frames), as bench:tools runs it. */
-const REFERENCE_FRAMES = [60, 120] as const;
+const REFERENCE_LENGTHS = [60, 120] as const;
 /** The static scenes' frame-to-frame noise: ffmpeg's noise filter on luma, strength 10 (about +-10 grey levels before the encode, which smooths much of it). */
 const STATIC_NOISE = 'noise=c0s=10:c0f=t';
 
@@ -139,8 +139,8 @@ async function speed(dir: string): Promise<{ figures: Figure[]; rows: string[][]
   await net.run(lumaPlane(16, 16), 16, 16, 'luma2x', () => undefined);
   // The 1080p reference at two lengths, lanczos: its CPU a frame and fixed cost give the CPU its
   // 2 Sparks buy on this machine (bench:tools' basis), which learned's CPU per Spark is set against.
-  const refs = await Promise.all(REFERENCE_FRAMES.map(async (n) => ({ n, file: await referenceClip1080p(dir, n) })));
-  const samples: Record<string, Timed[]> = { lanczos: [], learned: [], ...Object.fromEntries(REFERENCE_FRAMES.map((n) => [`ref${n}`, []])) };
+  const refs = await Promise.all(REFERENCE_LENGTHS.map(async (n) => ({ n, file: await referenceClip1080p(dir, n) })));
+  const samples: Record<string, Timed[]> = { lanczos: [], learned: [], ...Object.fromEntries(REFERENCE_LENGTHS.map((n) => [`ref${n}`, []])) };
   const own = { path: clip, width: 960, height: 540, seconds: s };
   for (let r = 0; r < settings.rounds; r++) {
     const order = r % 2 === 0 ? (['lanczos', 'learned'] as const) : (['learned', 'lanczos'] as const);
@@ -162,11 +162,10 @@ async function speed(dir: string): Promise<{ figures: Figure[]; rows: string[][]
   const frames = Math.round(s * 25);
   const info = { kind: 'video' as const, width: 960, height: 540, durationSeconds: s, frameRate: 25, frames };
   const sparks = upscaleSparks(upscaleWork(info, 1080, 'learned')!, s, '1080p', 'learned');
-  const [short, long] = REFERENCE_FRAMES.map((n) => cpu(`ref${n}`));
-  const perFrame = (long! - short!) / (REFERENCE_FRAMES[1] - REFERENCE_FRAMES[0]);
-  const fixed = Math.max(0, short! - REFERENCE_FRAMES[0] * perFrame);
-  // The 1080p price's 10 s: PRICED_FRAMES frames for PER_10_SECONDS['1080p'] Sparks.
-  const reference = (fixed + PRICED_FRAMES * perFrame) / PER_10_SECONDS['1080p']!;
+  const [n, twice] = REFERENCE_LENGTHS;
+  const { perFrameS, fixedS } = splitCpu(n, cpu(`ref${n}`), cpu(`ref${twice}`));
+  // The 1080p price's 10 s: REFERENCE_FRAMES frames for PER_10_SECONDS['1080p'] Sparks.
+  const reference = (fixedS + REFERENCE_FRAMES * perFrameS) / PER_10_SECONDS['1080p']!;
   const figures = [
     figure({ name: 'lanczos_realtime', figure: 'video_upscale lanczos, 960x540 -> 1080p: realtime factor', unit: 'x', value: lanczos.value }),
     figure({ name: 'learned_realtime', figure: 'video_upscale learned, 960x540 -> 1080p: realtime factor', unit: 'x', value: s / wall('learned'), baseline: lanczos }),
@@ -186,7 +185,7 @@ async function speed(dir: string): Promise<{ figures: Figure[]; rows: string[][]
       value: cpu('learned') / sparks,
       baseline: { label: 'the 1080p reference (10 s of 1280x720 at 30 fps, lanczos, 2 Sparks)', value: reference },
       target: { on: 'ratio', op: '<=', limit: REFERENCE_TOLERANCE },
-      note: `reference ${perFrame.toFixed(3)} CPU s a frame + ${fixed.toFixed(2)} s a run, from ${REFERENCE_FRAMES.join(' and ')} frames; the prices were set at ${CPU_SECONDS_PER_SPARK} CPU s a Spark on the benchmark machine`,
+      note: `reference ${perFrameS.toFixed(3)} CPU s a frame + ${fixedS.toFixed(2)} s a run, from ${REFERENCE_LENGTHS.join(' and ')} frames; the prices were set at ${CPU_SECONDS_PER_SPARK} CPU s a Spark on the benchmark machine`,
     }),
     figure({
       name: 'learned_seconds_per_mp',
@@ -319,7 +318,7 @@ async function main(): Promise<void> {
     const figures = [...sp.figures];
     const notes = [
       `Speed: a ${settings.speedSeconds} s 960x540 25 fps clip panning across a photograph, to 1080p through the runner, ${settings.rounds} round(s), medians; ffmpeg threads ${settings.threads}, the network's threads its default (the cores, at most 4). CPU seconds include reaped children (both ffmpegs).`,
-      `Price: learned costs the lanczos price plus 1 Spark per started ${LEARNED_FRAME_MP_PER_SPARK} input frame-megapixels (docs/prices.md), from the CPU a Spark buys on the Lanczos path's prices (${CPU_SECONDS_PER_SPARK} CPU s on the benchmark machine). The CPU-per-Spark figure sets learned against that reference measured in this run (10 s of 1280x720 at 30 fps to 1080p for 2 Sparks, extrapolated from ${REFERENCE_FRAMES.join(' and ')} frames, as bench:tools does), so a slower machine does not read as a cheaper price; it fails past ${REFERENCE_TOLERANCE} times.`,
+      `Price: learned costs the lanczos price plus 1 Spark per started ${LEARNED_FRAME_MP_PER_SPARK} input frame-megapixels (docs/prices.md), from the CPU a Spark buys on the Lanczos path's prices (${CPU_SECONDS_PER_SPARK} CPU s on the benchmark machine). The CPU-per-Spark figure sets learned against that reference measured in this run (10 s of 1280x720 at 30 fps to 1080p for 2 Sparks, extrapolated from ${REFERENCE_LENGTHS.join(' and ')} frames, as bench:tools does), so a slower machine does not read as a cheaper price; it fails past ${REFERENCE_TOLERANCE} times.`,
       `Medians, in seconds:\n\n${'```'}text\n${table(['method', 'wall s', 'CPU s', 'realtime x'], sp.rows)}\n${'```'}`,
     ];
     let details: unknown = { speed: sp.samples };

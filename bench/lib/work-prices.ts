@@ -80,6 +80,12 @@ export function referenceClip1080p(dir: string, frames: number): Promise<DirectF
   return makeClip(dir, CLIPS[0]!, frames);
 }
 
+/** A clip's CPU split into a frame's and the run's fixed part, from runs of n and 2n frames. */
+export function splitCpu(n: number, cpuN: number, cpu2N: number): { perFrameS: number; fixedS: number } {
+  const perFrameS = Math.max(0, (cpu2N - cpuN) / n);
+  return { perFrameS, fixedS: Math.max(0, cpuN - n * perFrameS) };
+}
+
 function priceOf(tool: string, values: Record<string, unknown>, slot: string, info: MediaInfo): { sparks: number; refused: string | null } {
   const manifest = builtinTools().find((t) => t.id === tool)!;
   const input = { values, media: { [slot]: [info] }, durationHint: null };
@@ -122,8 +128,7 @@ async function benchClip(direct: AppChild, dir: string, c: Clip, method: Method,
   const runs: Cpu[] = [];
   for (const frames of [n, 2 * n]) runs.push(await cpuOf(direct, 'video_upscale', values, [await makeClip(dir, c, frames)]));
   const [a, b] = runs as [Cpu, Cpu];
-  const perFrameS = Math.max(0, (b.cpuS - a.cpuS) / n);
-  const fixedS = Math.max(0, a.cpuS - n * perFrameS);
+  const { perFrameS, fixedS } = splitCpu(n, a.cpuS, b.cpuS);
   const fullFrames = Math.round(c.seconds * c.fps);
   const info = (frames: number): MediaInfo => ({ kind: 'video', width: c.width, height: c.height, durationSeconds: frames / c.fps, frameRate: c.fps, frames });
   const priced = priceOf('video_upscale', values, 'video', info(fullFrames));

@@ -24,24 +24,25 @@ function* submessages(bytes: Uint8Array, field: number): Generator<Uint8Array> {
   }
 }
 
-function readTensor(bytes: Uint8Array): { name: string; dataType: number; values: number[] } {
+function readTensor(bytes: Uint8Array): { name: string; dataType: number; values: Int8Array } {
   const reader = new BinaryReader(bytes);
   let name = '';
   let dataType = 0;
-  let values: number[] = [];
+  let raw: Int8Array | null = null;
+  const ints: number[] = [];
   while (reader.pos < reader.len) {
     const [no, type] = reader.tag();
     if (no === TENSOR.name) name = reader.string();
     else if (no === TENSOR.dataType) dataType = reader.int32();
-    else if (no === TENSOR.rawData) values = Array.from(new Int8Array(reader.bytes().slice().buffer));
+    else if (no === TENSOR.rawData) raw = new Int8Array(reader.bytes().slice().buffer);
     else if (no === TENSOR.int32Data && type === WireType.LengthDelimited) {
       // Packed int32_data (int8 tensors stored without raw_data keep one value per int32).
       const packed = new BinaryReader(reader.bytes());
-      while (packed.pos < packed.len) values.push(packed.int32());
-    } else if (no === TENSOR.int32Data) values.push(reader.int32());
+      while (packed.pos < packed.len) ints.push(packed.int32());
+    } else if (no === TENSOR.int32Data) ints.push(reader.int32());
     else reader.skip(type, no);
   }
-  return { name, dataType, values };
+  return { name, dataType, values: raw ?? Int8Array.from(ints) };
 }
 
 /** Every int8 initializer of the model at `file` (a QDQ model's quantised weights and zero points). */
@@ -51,7 +52,7 @@ export async function int8Initializers(file: string): Promise<Int8Initializer[]>
   for (const graph of submessages(model, MODEL_GRAPH)) {
     for (const tensor of submessages(graph, GRAPH_INITIALIZER)) {
       const t = readTensor(tensor);
-      if (t.dataType === INT8) found.push({ name: t.name, values: Int8Array.from(t.values) });
+      if (t.dataType === INT8) found.push({ name: t.name, values: t.values });
     }
   }
   return found;

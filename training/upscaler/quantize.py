@@ -2,9 +2,9 @@
 
     cd training/upscaler
     /usr/bin/python3 quantize.py ../../models/upscaler-x2.onnx /tmp/int8/upscaler-x2-int8.onnx
-    # options: --act uint8|int8, --per-tensor (weights), --percentile 99.99 (activation ranges),
-    #          --weight-bits 7|8, --float-first (keep the first Conv float), --quantize-last (the last Conv is float
-    #          by default), --input-scale-255, --patches 400 --patch 64 --seed 1
+    # options: --act uint8|int8, --per-tensor (weights), --weight-bits 7|8, --percentile 99.99
+    #          (activation ranges), --float-first (keep the first Conv float), --quantize-last (the
+    #          last Conv is float by default), --input-scale-255, --patches 400 --patch 64 --seed 1
 
 Calibration: the network branch (the Conv/LeakyRelu stack, initializers net.body.K.weight/bias)
 is rebuilt in torch and run on input patches drawn as train.py draws them (training photos only,
@@ -166,6 +166,7 @@ def main():
 
     report = []
     nconv = len(layers)
+    wmax = 2 ** (args.weight_bits - 1) - 1  # the largest weight, either sign
     for k, (c, leaky) in enumerate(layers):
         quant = not ((k == 0 and args.float_first) or (k == nconv - 1 and not args.quantize_last))
         wname, bname = c.input[1], c.input[2]
@@ -175,7 +176,6 @@ def main():
         if quant:
             xs, _, _ = act_qparams(xin)
             c.input[0] = qdq(xin)
-            wmax = 2 ** (args.weight_bits - 1) - 1
             if args.per_tensor:
                 ws = np.full(w.shape[0], np.abs(w).max() / wmax, dtype=np.float32)
             else:
