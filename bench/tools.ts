@@ -83,7 +83,7 @@ const SPECS: Spec[] = [
   { id: 'image_upscale', unit: 'MP JPEG', base: 2, min: 0.3, max: UPSCALE_MAX_MP, values: () => ({}), make: async (d, s, t) => [await makeImage(d, `up-${t}.jpg`, s, 'image')] },
   { id: 'image_color_grade', unit: 'MP JPEG', base: 2, min: 0.3, max: 40, values: () => ({ preset: 'warm_film', contrast: 20, grain: 30 }),
     make: async (d, s, t) => [await makeImage(d, `grade-${t}.jpg`, s, 'image')] },
-  { id: 'video_upscale', unit: 's 640x360 -> 1080p', base: 2, min: 1, max: 60, values: () => ({ target: '1080p' }), make: async (d, s, t) => [await clip(d, `vu-${t}.mp4`, s, 640, 'video')] },
+  { id: 'video_upscale', unit: 's 640x360 -> 1080p', base: 2, min: 1, max: 60, values: () => ({ target: '1080p', method: 'lanczos' }), make: async (d, s, t) => [await clip(d, `vu-${t}.mp4`, s, 640, 'video')] },
   { id: 'video_transition', unit: 's x 2 clips, dissolve 1 s', base: 2, min: 1.5, max: 30, values: () => ({ style: 'dissolve', duration_seconds: 1 }),
     make: async (d, s, t) => [await clip(d, `a-${t}.mp4`, s, 640, 'clips'), await clip(d, `b-${t}.mp4`, s, 480, 'clips')] },
   {

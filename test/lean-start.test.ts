@@ -100,9 +100,15 @@ describe('what a toolrun process loads, and when', () => {
       assert.equal(priced.status, 200, JSON.stringify(priced.body));
       assert.equal(priced.body.sparks, 7);
       // video_upscale's price and checks of a length alone, from its metadata modules.
-      const upscale = await api<{ sparks: number }>(s.url, team.key, 'POST', '/v1/tools/video_upscale/estimate', { inputs: { target: '4k' }, duration_seconds: 25 });
+      const upscale = await api<{ sparks: number }>(s.url, team.key, 'POST', '/v1/tools/video_upscale/estimate', { inputs: { target: '4k', method: 'lanczos' }, duration_seconds: 25 });
       assert.equal(upscale.status, 200, JSON.stringify(upscale.body));
       assert.equal(upscale.body.sparks, 18);
+      // Left out, the method is decided from the length (learned fits 25 s): that too without a runner library.
+      const byDefault = await api<{ sparks: number }>(s.url, team.key, 'POST', '/v1/tools/video_upscale/estimate', { inputs: { target: '4k', method: 'learned' }, duration_seconds: 25 });
+      const leftOut = await api<{ sparks: number }>(s.url, team.key, 'POST', '/v1/tools/video_upscale/estimate', { inputs: { target: '4k' }, duration_seconds: 25 });
+      assert.equal(leftOut.status, 200, JSON.stringify(leftOut.body));
+      assert.equal(leftOut.body.sparks, byDefault.body.sparks);
+      assert.ok(leftOut.body.sparks > 18, `${leftOut.body.sparks}`);
       const kit = await api<{ sparks: number }>(s.url, team.key, 'POST', '/v1/tools/brand_kit_extract/estimate', { inputs: { url: 'https://example.com' } });
       assert.equal(kit.status, 200, JSON.stringify(kit.body));
       // brand_kit_extract's own check (a url or files), from its metadata module.

@@ -97,12 +97,12 @@ describe('refused before a run', () => {
 
   test('three hours (under the limit) are accepted and priced by their length: a team short of that is refused 402, nothing held', async () => {
     const id = await uploadReady(s, team.key, await fs.readFile(await longVideo(dir, 3)), 'three-hours.mp4', 'video/mp4');
-    const est = await estimate(s, team.key, 'video_upscale', { inputs: { video: [id] } });
+    const est = await estimate(s, team.key, 'video_upscale', { inputs: { video: [id], method: 'lanczos' } });
     assert.equal(est.statusCode, 200, est.body);
     assert.equal(est.json<{ sparks: number }>().sparks, (3 * 3600) / 10 * 2);
     const poor = await makeTeam(s.database.db, { plan: 'pro', sparks: 1000, rate: 300 });
     const theirs = await uploadReady(s, poor.key, await fs.readFile(await longVideo(dir, 3)), 'three-hours.mp4', 'video/mp4');
-    const res = await start(s, poor.key, 'video_upscale', { inputs: { video: [theirs] } });
+    const res = await start(s, poor.key, 'video_upscale', { inputs: { video: [theirs], method: 'lanczos' } });
     const err = assertError(res, 402, 'insufficient_sparks');
     assert.deepEqual(err.details, { needed_sparks: 2160, available_sparks: 1000 });
     assert.equal((await teamState(s.database.db.pool, poor.teamId)).runs, 0);

@@ -107,9 +107,9 @@ describe('estimate', () => {
       return res.json<EstimateJson>().sparks;
     };
     // A length alone prices video_upscale as its target's reference clip at 30 fps (1280x720 to
-    // 1080p, 1920x1080 to 4K): per started 10 s, 2 Sparks to 1080p, 6 to 4k.
-    assert.equal(await price('video_upscale', { duration_seconds: 25 }), 6);
-    assert.equal(await price('video_upscale', { inputs: { target: '4k' }, duration_seconds: 25 }), 18);
+    // 1080p, 1920x1080 to 4K): per started 10 s, 2 Sparks to 1080p, 6 to 4k, with lanczos.
+    assert.equal(await price('video_upscale', { inputs: { method: 'lanczos' }, duration_seconds: 25 }), 6);
+    assert.equal(await price('video_upscale', { inputs: { target: '4k', method: 'lanczos' }, duration_seconds: 25 }), 18);
     // 2 Sparks per clip (at least 2 clips) plus 1 per started 10 s.
     assert.equal(await price('video_transition', { inputs: { style: 'wipe_left' }, duration_seconds: 35 }), 8);
     // Without the hint the file is required; a start always needs it.
@@ -125,8 +125,8 @@ describe('estimate', () => {
 
     const mp4 = await makeMp4({ seconds: 1, width: 160, height: 120, audio: false });
     const video = await uploadReady(s, team.key, mp4, 'a.mp4', 'video/mp4');
-    assert.equal(await price('video_upscale', { inputs: { video: [video] }, duration_seconds: 1000 }), 2);
-    const run = runOf(await start(s, team.key, 'video_upscale', { inputs: { video: [video] }, duration_seconds: 1000 }));
+    assert.equal(await price('video_upscale', { inputs: { video: [video], method: 'lanczos' }, duration_seconds: 1000 }), 2);
+    const run = runOf(await start(s, team.key, 'video_upscale', { inputs: { video: [video], method: 'lanczos' }, duration_seconds: 1000 }));
     assert.equal(run.cost_sparks, 2);
   });
 });

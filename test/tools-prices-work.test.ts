@@ -13,6 +13,8 @@ import { after, before, describe, test } from 'node:test';
 import sharp, { type Sharp } from 'sharp';
 import { resolveMediaBinaries } from '../src/media/binaries.js';
 import type { RunWorker } from '../src/runs/worker.js';
+import { video, type MediaInfo } from '../src/tools/manifest.js';
+import { learnedMinutesAt540p, upscaleMethod } from '../src/tools/video/upscale-rules.js';
 import { makeTeam, type TeamFixture } from './helpers/fixtures.js';
 import { assertFieldErrors, call, estimate, finalRun, runOf, start, uploadReady, type EstimateJson } from './helpers/runs.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -153,22 +155,44 @@ after(async () => {
 });
 
 describe('video_upscale is priced by its frames and their size (item 6)', () => {
+  test('left out, method is learned where its time limit takes the work and lanczos past it, priced as that one (issue 38 item 3)', async () => {
+    const both = async (inputs: Record<string, unknown>, body: Record<string, unknown> = {}) => ({
+      leftOut: await price('video_upscale', { ...body, inputs }),
+      learned: await price('video_upscale', { ...body, inputs: { ...inputs, method: 'learned' } }),
+      lanczos: await price('video_upscale', { ...body, inputs: { ...inputs, method: 'lanczos' } }),
+    });
+    // A short file and a short length: learned, which costs more than lanczos.
+    for (const p of [await both({ video: [ids.small] }), await both({}, { duration_seconds: 95 }), await both({ target: '4k' }, { duration_seconds: 25 })]) {
+      assert.equal(p.leftOut, p.learned);
+      assert.ok(p.learned > p.lanczos, JSON.stringify(p));
+    }
+    // 1200 s of 720p at 30 fps: learned's limit is passed, so lanczos (learned named is a 422, below).
+    assert.equal(await price('video_upscale', { inputs: {}, duration_seconds: 1200 }), await price('video_upscale', { inputs: { method: 'lanczos' }, duration_seconds: 1200 }));
+    // The longest 540p clip at 25 fps the learned path takes, and one minute more.
+    const minutes = learnedMinutesAt540p();
+    const at540 = (m: number) => ({ ...video(960, 540, m * 60), frameRate: 25, frames: m * 60 * 25 });
+    const pricing = (info: MediaInfo) => ({ values: {}, media: { video: [info] }, durationHint: null });
+    assert.equal(upscaleMethod(pricing(at540(minutes))), 'learned');
+    assert.equal(upscaleMethod(pricing(at540(minutes + 1))), 'lanczos');
+    assert.ok(minutes >= 30, `${minutes} minutes`);
+  });
+
   test('learned, 1916x1076 at 240 fps for 1 s: its 240 frames x 2.06 MP are priced, and held', async () => {
-    // The network's part: 1 Spark per started 2.5 input frame-megapixels (240 x 2.0616 = 494.8 -> 198),
+    // The network's part: 1 Spark per started 4.5 input frame-megapixels (240 x 2.0616 = 494.8 -> 110),
     // on the lanczos price of its frames: 240 x (2.06 + 2.08 MP out) against 300 x (0.92 + 2.07) for 2 -> 3.
     const sparks = await price('video_upscale', { inputs: { video: [ids.fast], method: 'learned' } });
-    assert.equal(sparks, 201);
+    assert.equal(sparks, 113);
     await holdAndCharge('video_upscale', { video: [ids.fast], method: 'learned' }, sparks, 'cancel');
   });
 
   test('lanczos, 1200 frames at 240 fps: priced by their pixels against the 300 frames a 10 s price pays for', async () => {
     // To 4K: 1200 x (0.02 MP in + 8.29 out) against 300 x (2.07 + 8.29) for 6 Sparks: 19.2 -> 20.
-    assert.equal(await price('video_upscale', { inputs: { video: [ids.wide], target: '4k' } }), 20);
+    assert.equal(await price('video_upscale', { inputs: { video: [ids.wide], target: '4k', method: 'lanczos' } }), 20);
     // To 1080p: 1200 x (0.02 + 2.07) against 300 x (0.92 + 2.07) for 2: 5.6 -> 6.
-    assert.equal(await price('video_upscale', { inputs: { video: [ids.wide], target: '1080p' } }), 6);
+    assert.equal(await price('video_upscale', { inputs: { video: [ids.wide], target: '1080p', method: 'lanczos' } }), 6);
     // Ordinary frames keep the price per started 10 s: 30 frames at 60 fps, 0.5 s.
-    assert.equal(await price('video_upscale', { inputs: { video: [ids.small] } }), 2);
-    assert.equal(await price('video_upscale', { inputs: { video: [ids.small], target: '4k' } }), 6);
+    assert.equal(await price('video_upscale', { inputs: { video: [ids.small], method: 'lanczos' } }), 2);
+    assert.equal(await price('video_upscale', { inputs: { video: [ids.small], target: '4k', method: 'lanczos' } }), 6);
   });
 
   test('a learned run costs its estimate: estimate = hold = charge', async () => {
@@ -194,18 +218,20 @@ describe('video_upscale is priced by its frames and their size (item 6)', () => 
       assertFieldErrors(res, [{ loc: ['body', 'inputs', 'video'], code: 'too_large' }]);
       assert.match(res.body, /method lanczos/);
     }
-    // lanczos takes it, priced by its frames: 14,400 x (2.06 + 2.08 MP) against 300 x 2.99 MP for 2 Sparks.
+    // lanczos takes it, priced by its frames: 14,400 x (2.06 + 2.08 MP) against 300 x 2.99 MP for 2 Sparks;
+    // and so does a run that names no method (the default falls back where learned cannot take it).
+    assert.equal(await price('video_upscale', { inputs: { video: [longer], method: 'lanczos' } }), 133);
     assert.equal(await price('video_upscale', { inputs: { video: [longer] } }), 133);
   });
 
   test('duration_seconds alone prices the target\'s reference clip at 30 fps; learned work past its limit is 422 at duration_seconds', async () => {
     // 95 s of 1280x720 (1080p) or 1920x1080 (4K) at 30 fps: the per-10 s price, unchanged.
-    assert.equal(await price('video_upscale', { duration_seconds: 95 }), 20);
-    assert.equal(await price('video_upscale', { inputs: { target: '4k' }, duration_seconds: 95 }), 60);
-    // learned adds 1 Spark per started 2.5 MP of input frames: 2,850 x 0.9216 MP -> 1,051.
-    assert.equal(await price('video_upscale', { inputs: { method: 'learned' }, duration_seconds: 95 }), 20 + 1051);
-    // 600 s of 720p at 30 fps is past what learned's 24 h limit covers: said at the hint.
-    const res = await estimate(s, team.key, 'video_upscale', { inputs: { method: 'learned' }, duration_seconds: 600 });
+    assert.equal(await price('video_upscale', { inputs: { method: 'lanczos' }, duration_seconds: 95 }), 20);
+    assert.equal(await price('video_upscale', { inputs: { target: '4k', method: 'lanczos' }, duration_seconds: 95 }), 60);
+    // learned adds 1 Spark per started 4.5 MP of input frames: 2,850 x 0.9216 MP -> 584.
+    assert.equal(await price('video_upscale', { inputs: { method: 'learned' }, duration_seconds: 95 }), 20 + 584);
+    // 1200 s of 720p at 30 fps is past what learned's 24 h limit covers: said at the hint.
+    const res = await estimate(s, team.key, 'video_upscale', { inputs: { method: 'learned' }, duration_seconds: 1200 });
     assertFieldErrors(res, [{ loc: ['body', 'duration_seconds'], code: 'too_large' }]);
     assert.match(res.body, /method lanczos/);
     // A given file wins over the hint: its own frames price it.

@@ -10,7 +10,7 @@ import { probeVideo, runFfmpeg } from '../src/media/ffmpeg.js';
 import type { RunWorker } from '../src/runs/worker.js';
 import { videoUpscale } from '../src/tools/catalog/video-upscale.js';
 import { ToolError } from '../src/tools/manifest.js';
-import { LumaNet, sharedLumaNet } from '../src/tools/upscaler/luma-net.js';
+import { LumaNet, sharedVideoNet, VIDEO_NET, videoModelPath } from '../src/tools/upscaler/luma-net.js';
 import { H264, MP4 } from '../src/tools/video/common.js';
 import { expectedFrames, runLearned, type LearnedJob } from '../src/tools/video/learned-frames.js';
 import { runUpscale } from '../src/tools/video/upscale.js';
@@ -31,7 +31,7 @@ const media = resolveMediaBinaries();
 const PHOTO = 'node_modules/@jimp/test-utils/images/panoramic.jpg';
 let dir: string;
 const clip: Record<string, string> = {};
-/** The network with zero correction: its 2x luma is its fixed centred-Lanczos3 branch alone. */
+/** The video network's graph with zero correction: its 2x luma is its fixed centred-Lanczos3 convolution alone. */
 let zeroNet: LumaNet;
 
 function exec(cmd: string, args: string[]): Promise<Buffer> {
@@ -121,12 +121,13 @@ const LOSSLESS = ['-c:v', 'libx264', '-preset', 'ultrafast', '-qp', '0', '-pix_f
 
 before(async () => {
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'toolrun-video-learned-'));
-  zeroNet = new LumaNet({ modelPath: 'test/fixtures/upscaler/zero-correction.onnx', threads: 1 });
+  zeroNet = new LumaNet({ modelPath: 'test/fixtures/upscaler/zero-correction-video.onnx', threads: 1, ...VIDEO_NET });
   [clip.photo, clip.truth] = await Promise.all([
     photoClip('photo-160.mp4', { width: 320, height: 180, frames: 24, reduce: true }),
     photoClip('photo-320.mp4', { width: 320, height: 180, frames: 24, reduce: false }),
   ]);
-  [clip.odd, clip.long] = await Promise.all([
+  [clip.oddPhoto, clip.odd, clip.long] = await Promise.all([
+    photoClip('photo-161.mp4', { width: 161, height: 91, frames: 6, reduce: false }),
     makeClip(dir, 'odd.mp4', { color: 'orange', width: 161, height: 91, seconds: 0.5, fps: 10, tone: 300 }),
     makePatternClip(dir, 'long.mp4', { width: 320, height: 180, seconds: 8, fps: 25 }),
   ]);
@@ -135,7 +136,7 @@ after(async () => {
   await zeroNet.close();
   // The runs without a net of their own used the process's; its thread keeps the process alive
   // (luma-net.ts unrefs the worker before adding its message listener, which refs it again).
-  await sharedLumaNet().close();
+  await sharedVideoNet().close();
   await fs.rm(dir, { recursive: true, force: true });
 });
 
@@ -169,7 +170,7 @@ describe('video_upscale method learned, on real ffmpeg and the real network', ()
   });
 
   test('at exactly 2x (no resample) the luma is near the original frames, no worse than ffmpeg Lanczos by more than 0.5 dB', async (t) => {
-    const net = new LumaNet({ threads: 1 });
+    const net = new LumaNet({ modelPath: videoModelPath(), threads: 1, ...VIDEO_NET });
     try {
       const x2 = await learned2x(clip.photo!, net, [...H264, '-c:a', 'copy', ...MP4]);
       const truth = await planes(clip.truth!, 'yuv444p');
@@ -194,22 +195,42 @@ describe('video_upscale method learned, on real ffmpeg and the real network', ()
     }
   });
 
-  test('with a zero-correction network the luma is a centred Lanczos3 of the decoded luma, the chroma the source chroma', async (t) => {
-    const x2 = await learned2x(clip.photo!, zeroNet, LOSSLESS);
-    const src = await planes(clip.photo!, 'yuv444p');
-    const got = await planes(x2, 'yuv420p');
-    assert.equal(got.frames.length, src.frames.length);
-    assert.equal(got.width, 2 * src.width);
-    for (const i of [0, 7, 23]) {
-      const s = src.frames[i]!;
-      const expected = centredLanczos3({ data: Buffer.from(s.y), width: src.width, height: src.height, channels: 1 }, 2).data;
-      const y = got.frames[i]!.y;
-      let worst = 0;
-      for (let k = 0; k < y.length; k++) worst = Math.max(worst, Math.abs(y[k]! - expected[k]!));
-      t.diagnostic(`frame ${i}: at most ${worst} grey level(s) from the reference`);
-      assert.ok(worst <= 1, `frame ${i}: luma up to ${worst} levels from the reference Lanczos3`);
-      assert.ok(got.frames[i]!.u.equals(s.u) && got.frames[i]!.v.equals(s.v), `frame ${i}: chroma is the source's`);
+  for (const name of ['photo', 'oddPhoto']) {
+    test(`with a zero-correction network the luma is a centred Lanczos3 of the decoded luma, the chroma the source chroma (${name === 'photo' ? '160x90' : '161x91: the odd column and row repeated for the 2x2 blocks, then cut off'})`, async (t) => {
+      const x2 = await learned2x(clip[name]!, zeroNet, LOSSLESS);
+      const src = await planes(clip[name]!, 'yuv444p');
+      const got = await planes(x2, 'yuv420p');
+      assert.equal(got.frames.length, src.frames.length);
+      assert.equal(got.width, 2 * src.width);
+      for (const i of [0, Math.floor(src.frames.length / 3), src.frames.length - 1]) {
+        const s = src.frames[i]!;
+        const expected = centredLanczos3({ data: Buffer.from(s.y), width: src.width, height: src.height, channels: 1 }, 2).data;
+        const y = got.frames[i]!.y;
+        let worst = 0;
+        for (let k = 0; k < y.length; k++) worst = Math.max(worst, Math.abs(y[k]! - expected[k]!));
+        t.diagnostic(`frame ${i}: at most ${worst} grey level(s) from the reference`);
+        assert.ok(worst <= 1, `frame ${i}: luma up to ${worst} levels from the reference Lanczos3`);
+        assert.ok(got.frames[i]!.u.equals(s.u) && got.frames[i]!.v.equals(s.v), `frame ${i}: chroma is the source's`);
+      }
+    });
+  }
+
+  test('left out, the runner takes the method the price took: learned for this clip, lanczos for a row too long for learned', async () => {
+    // A network that cannot load: the learned path fails on it, the Lanczos path never asks for it.
+    const broken = new LumaNet({ modelPath: path.join(dir, 'no-such-model.onnx'), threads: 1, ...VIDEO_NET });
+    try {
+      const short = await context(clip.photo!, { target: '1080p' });
+      await assert.rejects(runUpscale(short.ctx, { net: broken }), /network failed/);
+      const long = await context(clip.photo!, { target: '1080p' });
+      const file = long.ctx.files.video![0]!;
+      // An hour at the rate assumed when none is known (240 fps): past learned's time limit.
+      long.ctx.files.video![0] = { ...file, info: { ...file.info, durationSeconds: 3600 } };
+      const [out] = await runUpscale(long.ctx, { net: broken });
+      assert.equal((await probe(out!.path)).video?.height, 1080);
+    } finally {
+      await broken.close();
     }
+    assert.deepEqual(ffmpegChildren(), []);
   });
 
   test('odd sizes: 161x91 gives the width the Lanczos path gives, every frame', async () => {
@@ -266,8 +287,8 @@ describe('video_upscale method learned, on real ffmpeg and the real network', ()
     assert.equal(expectedFrames({ ...facts, durationSeconds: 0.001 }), 1);
     const limit = (pricedSeconds: number) =>
       learnedTimeLimitSeconds(upscaleWork({ kind: 'video', width: 960, height: 540, durationSeconds: pricedSeconds, frameRate: 25 }, 1080, 'learned')!);
-    // 25 frames of 0.52 MP a second: 8 s per MP through the network, 0.1 s per MP encoded (2.07 MP).
-    assert.equal(limit(10), Math.ceil(600 + 250 * (0.5184 * 8 + 2.0736 * 0.1)));
+    // 25 frames of 0.52 MP a second: 3 s per MP through the network, 0.1 s per MP encoded (2.07 MP).
+    assert.equal(limit(10), Math.ceil(600 + 250 * (0.5184 * 3 + 2.0736 * 0.1)));
     assert.ok(limit(60) > limit(10) && limit(10) > limit(1), `${limit(1)} ${limit(10)} ${limit(60)}`);
     assert.equal(limit(4 * 3600), UPSCALE_RUN_LIMIT_SECONDS - 60);
     assert.equal(videoUpscale.timeoutSeconds, UPSCALE_RUN_LIMIT_SECONDS);
@@ -275,7 +296,7 @@ describe('video_upscale method learned, on real ffmpeg and the real network', ()
 });
 
 describe('video_upscale method lanczos', () => {
-  test("lanczos, and no method at all, give the output of the command used before issue 28, byte for byte", async () => {
+  test("lanczos gives the output of the command used before issue 28, byte for byte", async () => {
     const src = clip.odd!;
     const p = await probe(src);
     const before = path.join(dir, 'before.mp4');
@@ -292,7 +313,7 @@ describe('video_upscale method lanczos', () => {
       threads: 2,
     });
     const want = await fs.readFile(before);
-    for (const values of [{ target: '1080p', method: 'lanczos' }, { target: '1080p' }]) {
+    for (const values of [{ target: '1080p', method: 'lanczos' }]) {
       const [out] = await runUpscale((await context(src, values)).ctx, { threads: 2 });
       assert.ok((await fs.readFile(out!.path)).equals(want), `${JSON.stringify(values)}: the output differs from the command before issue 28`);
     }
@@ -329,10 +350,10 @@ describe('through the API and a real worker', () => {
       assert.equal(res.statusCode, 200, res.body);
       return res.json<EstimateJson>().sparks;
     };
-    assert.equal(await price({}), 2);
     assert.equal(await price({ method: 'lanczos' }), 2);
-    // 161x91 at 10 fps for 0.5 s: 5 frames of 0.015 MP through the network, 1 Spark.
+    // 161x91 at 10 fps for 0.5 s: 5 frames of 0.015 MP through the network, 1 Spark; left out, learned.
     assert.equal(await price({ method: 'learned' }), 3);
+    assert.equal(await price({}), 3);
     assert.equal(await price({ method: 'learned', target: '4k' }), 7);
   });
 

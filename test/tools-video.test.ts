@@ -210,7 +210,7 @@ describe('video_upscale on real ffmpeg', () => {
   });
 
   test('cancel: aborting mid-encode kills ffmpeg at once and leaves no child process', async () => {
-    const d = await context('video', [clip.long!], { target: '4k' });
+    const d = await context('video', [clip.long!], { target: '4k', method: 'lanczos' });
     const running = runUpscale(d.ctx);
     const outcome = running.then(
       () => 'resolved',

@@ -73,7 +73,7 @@ describe('a container that claims less than its streams hold', () => {
     const b = await uploadReady(s, team.key, lying, 'lying-too.mkv', 'video/x-matroska');
     near(await storedDuration(a), REAL, 0.1, 'stored duration_seconds');
     // video_upscale: 2 Sparks per started 10 s; 12 s is 4 (the header's 1 s would be 2).
-    const up = await estimate(s, team.key, 'video_upscale', { inputs: { video: [a] } });
+    const up = await estimate(s, team.key, 'video_upscale', { inputs: { video: [a], method: 'lanczos' } });
     assert.equal(up.statusCode, 200, up.body);
     assert.equal(up.json<EstimateJson>().sparks, 4);
     // video_transition: 2 per clip plus 1 per started 10 s of input: 4 + ceil(24 / 10) = 7 (not 5).
@@ -208,7 +208,7 @@ describe('a file row that carries a shorter length than the file (probed before 
 
   test('video_upscale reads no more than the priced 2 s (+ tolerance): its output stops there', async () => {
     const id = await olderRow(2);
-    const run = await runToEnd('video_upscale', { video: [id] });
+    const run = await runToEnd('video_upscale', { video: [id], method: 'lanczos' });
     assert.equal(run.status, 'succeeded', run.error ?? '');
     assert.equal(run.cost_sparks, 2);
     const length = run.outputs[0]?.duration_seconds ?? NaN;

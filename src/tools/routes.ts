@@ -31,7 +31,7 @@ const EXAMPLE_TOOL = {
   inputs: [
     { name: 'video', kind: 'video', required: true, min: 1, max: 1 },
     { name: 'target', kind: 'enum', required: false, min: 0, max: 1, choices: ['1080p', '4k'], default: '1080p' },
-    { name: 'method', kind: 'enum', required: false, min: 0, max: 1, choices: ['learned', 'lanczos'], default: 'lanczos' },
+    { name: 'method', kind: 'enum', required: false, min: 0, max: 1, choices: ['learned', 'lanczos'] },
   ],
   output_kind: 'video',
   consent: 'none',

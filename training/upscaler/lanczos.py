@@ -57,3 +57,36 @@ def lanczos_up(x, scale):
 
 def lanczos2x(x):
     return lanczos_up(x, 2)
+
+
+def unshuffled_x2_kernel():
+    """lanczos_up(x, 2) as one 5x5 convolution over x's 2x2 blocks (pixel unshuffle by 2: channel
+    2a + b is pixel (2Y + a, 2X + b)) giving each block's 4x4 output pixels (channel 4i + j is
+    output pixel (4Y + i, 4X + j), for a pixel shuffle by 4). Applied to x padded by 4 pixels
+    (replicated) without further padding, it is lanczos_up exactly, borders included: the two
+    passes' replicated edges are the 2-D replicated edge."""
+    k = phase_weights(2)  # output 2s + p from inputs s - 3 ... s + 3
+
+    def w1(o, src):
+        """Weight of input `src` in output `o` along one axis."""
+        s, p = divmod(o, 2)
+        d = src - s
+        return float(k[p, d + 3]) if -3 <= d <= 3 else 0.0
+
+    kern = torch.zeros(16, 4, 5, 5)
+    for i in range(4):
+        for j in range(4):
+            for a in range(2):
+                for b in range(2):
+                    for dy in range(-2, 3):
+                        for dx in range(-2, 3):
+                            # output (4Y+i, 4X+j) with Y = X = 0; input (2dy + a, 2dx + b)
+                            kern[4 * i + j, 2 * a + b, dy + 2, dx + 2] = w1(i, 2 * dy + a) * w1(j, 2 * dx + b)
+    return kern
+
+
+def lanczos2x_unshuffled(x):
+    """lanczos_up(x, 2) through unshuffled_x2_kernel(), as the video network's graph computes it
+    (before the pixel shuffle): (N,16,H/2,W/2)."""
+    xp = F.pad(x, (4, 4, 4, 4), mode='replicate')
+    return F.conv2d(F.pixel_unshuffle(xp, 2), unshuffled_x2_kernel().to(x.dtype))

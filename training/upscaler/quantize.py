@@ -41,9 +41,17 @@ def net_nodes(graph):
         leaky = nxt[0] if len(nxt) == 1 and nxt[0].op_type == 'LeakyRelu' else None
         layers.append((c, leaky))
     last_out = layers[-1][0].output[0]
-    d2s = consumers[last_out][0]
-    assert d2s.op_type == 'DepthToSpace', d2s.op_type
-    return layers, d2s
+    # the DepthToSpace after it (the video network adds its Lanczos3 base in between)
+    after = consumers[last_out]
+    if len(after) == 1 and after[0].op_type == 'Add':
+        after = consumers[after[0].output[0]]
+    assert len(after) == 1 and after[0].op_type == 'DepthToSpace', [n.op_type for n in after]
+    return layers, after[0]
+
+
+def unshuffled(layers, inits):
+    """Whether the network runs on 2x2 blocks of the luma (model.py UnshuffleNet: 4 input channels)."""
+    return inits[layers[0][0].input[1]].dims[1] == 4
 
 
 def calibrate(layers, inits, args, scale):
@@ -80,7 +88,7 @@ def calibrate(layers, inits, args, scale):
         while done < args.patches:
             n = min(args.batch, args.patches - done)
             x, _ = batch(pairs, rng, n, args.patch, scale)
-            h = x
+            h = F.pixel_unshuffle(x, 2) if unshuffled(layers, inits) else x
             record(layers[0][0].input[0], h)
             for c, leaky, w, b, alpha in params:
                 h = F.conv2d(h, w, b, padding=1)
@@ -135,7 +143,7 @@ def main():
     assert max(o.version for o in model.opset_import if o.domain in ('', 'ai.onnx')) >= 13, 'needs opset 13 (per-channel DequantizeLinear)'
     inits = {i.name: i for i in g.initializer}
     layers, d2s = net_nodes(g)
-    scale = [a.i for a in d2s.attribute if a.name == 'blocksize'][0]
+    scale = [a.i for a in d2s.attribute if a.name == 'blocksize'][0] // (2 if unshuffled(layers, inits) else 1)
     print(f'{len(layers)} convolutions, scale {scale}', flush=True)
     samples = calibrate(layers, inits, args, scale)
 
@@ -200,6 +208,7 @@ def main():
             if leaky is not None:
                 leaky.input[0] = qdq(c.output[0])
             else:
+                assert d2s.input[0] == c.output[0], '--quantize-last needs the plain network'
                 d2s.input[0] = qdq(c.output[0])
         else:
             report.append(f'conv {k}: float')

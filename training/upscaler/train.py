@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from PIL import Image
 
 from lanczos import lanczos_up
-from model import CorrectionNet
+from model import make_net
 
 
 def luma(img):
@@ -137,6 +137,7 @@ def main():
     ap.add_argument('--data', default=os.path.join(os.path.dirname(__file__), '../../../shared/datasets/sr/train'))
     ap.add_argument('--folders', default='urban100,t91,sunhays,mate')
     ap.add_argument('--scale', type=int, default=2, choices=(2, 4))
+    ap.add_argument('--arch', default='plain', choices=('plain', 'unshuffle'), help='unshuffle: the video network (model.py UnshuffleNet), x2 only')
     ap.add_argument('--channels', type=int, default=32)
     ap.add_argument('--depth', type=int, default=6, help='3x3 convolutions between the first and the last')
     ap.add_argument('--minutes', type=float, default=60)
@@ -167,7 +168,7 @@ def main():
     held_pairs = [(reduce_by(img, how, args.scale), luma(img)) for _, img in held for how in ('bicubic', 'area')]
     print(f'{len(train)} training photos, {len(held)} held out', flush=True)
 
-    net = CorrectionNet(args.channels, args.depth, args.scale)
+    net = make_net(args.arch, args.channels, args.depth, args.scale)
     if args.init:
         net.load_state_dict(load_weights(args.init))
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
@@ -213,7 +214,7 @@ def main():
     net.eval()
     torch.save(net.state_dict(), os.path.join(args.out, 'weights.pt'))
     with open(os.path.join(args.out, 'provenance.json'), 'w') as f:
-        json.dump({'folders': args.folders, 'scale': args.scale, 'channels': args.channels, 'depth': args.depth, 'minutes': args.minutes,
+        json.dump({'folders': args.folders, 'scale': args.scale, 'arch': args.arch, 'channels': args.channels, 'depth': args.depth, 'minutes': args.minutes,
                    'steps': step, 'seed': args.seed, 'torch': torch.__version__,
                    'photos': [n for n, _ in train]}, f, indent=1)
 

@@ -1,6 +1,6 @@
 import { MAX_FRAME_RATE, MAX_MEDIA_SECONDS } from '../../media/limits.js';
 import { stringValue, video, type MediaInfo, type PricingInput, type ToolManifest } from '../manifest.js';
-import { DEFAULT_UPSCALE_METHOD, hintClip, TARGET_HEIGHTS, UPSCALE_METHODS, UPSCALE_RUN_LIMIT_SECONDS, upscaleMethod, validateUpscale } from '../video/upscale-rules.js';
+import { hintClip, learnedMinutesAt540p, TARGET_HEIGHTS, UPSCALE_METHODS, UPSCALE_RUN_LIMIT_SECONDS, upscaleMethod, validateUpscale } from '../video/upscale-rules.js';
 import { LEARNED_FRAME_MP_PER_SPARK, PER_10_SECONDS, upscaleSparks, upscaleWork } from '../video/upscale-work.js';
 
 export const VIDEO_TARGETS = ['1080p', '4k'];
@@ -24,10 +24,12 @@ export const videoUpscale: ToolManifest = {
   id: 'video_upscale',
   name: 'Upscale video',
   description:
-    'Upscales a video to 1080p or 4K, keeping its aspect ratio and audio. method lanczos (the default): Lanczos scaling, frame rate and timing kept. ' +
-    'method learned: a small neural network trained to enlarge 2x sharpens the brightness of every frame (colour is enlarged smoothly), ' +
-    'then Lanczos takes it to the target height when that is not exactly twice the input; finer detail, at a constant frame rate, ' +
-    `many times slower, and priced by its work: 1 Spark more per started ${LEARNED_FRAME_MP_PER_SPARK} megapixels of input frames. ` +
+    'Upscales a video to 1080p or 4K, keeping its aspect ratio and audio. method learned: a small neural network trained to enlarge 2x ' +
+    'sharpens the brightness of every frame (colour is enlarged smoothly), then Lanczos takes it to the target height when that is not ' +
+    'exactly twice the input; finer detail, at a constant frame rate, several times the CPU, and priced by its work: ' +
+    `1 Spark more per started ${LEARNED_FRAME_MP_PER_SPARK} megapixels of input frames. method lanczos: Lanczos scaling, frame rate and ` +
+    'timing kept, the cheapest. Left out, method is learned, or lanczos for a video longer than the learned path takes in a run ' +
+    `(about ${learnedMinutesAt540p()} minutes of 960x540 at 25 fps to 1080p); the estimate prices the one the run will use. ` +
     'Priced from the uploaded file (its frames and their size); duration_seconds alone prices a clip of that length at 30 fps ' +
     'in the target\'s reference size (1280x720 to 1080p, 1920x1080 to 4K); more frames or larger ones cost more.',
   family: 'enhance',
@@ -37,7 +39,8 @@ export const videoUpscale: ToolManifest = {
   inputs: [
     { name: 'video', kind: 'video', required: true, min: 1, max: 1 },
     { name: 'target', kind: 'enum', required: false, min: 0, max: 1, choices: VIDEO_TARGETS, default: '1080p' },
-    { name: 'method', kind: 'enum', required: false, min: 0, max: 1, choices: [...UPSCALE_METHODS], default: DEFAULT_UPSCALE_METHOD },
+    // No fixed default: left out, the video decides (upscale-rules.ts defaultMethod, the description says how).
+    { name: 'method', kind: 'enum', required: false, min: 0, max: 1, choices: [...UPSCALE_METHODS] },
   ],
   plans: ['pro', 'team'],
   pipeline: false,

@@ -11,7 +11,7 @@ import { THREAD_SOURCE } from './thread.js';
 // as wide as the network sees (8 layers of 3x3: 8 input pixels) so the tiled result is the
 // untiled one; the caller takes each strip's rows as they come and memory holds one strip.
 
-/** Input pixels the network sees on each side of the one it computes (its receptive radius). */
+/** Input pixels the image networks see on each side of the one they compute (their receptive radius). */
 export const HALO = 8;
 /** Tile width and strip height, in input pixels: ~6% recomputed for the halos, ~40 MB of activations. */
 export const TILE = 512;
@@ -35,6 +35,18 @@ export function defaultModelPath(scale: LumaScale = 2, precision: LumaPrecision 
   return fileURLToPath(new URL(`../../../models/upscaler-x${scale}${precision === 'int8' ? '-int8' : ''}.onnx`, import.meta.url));
 }
 
+/**
+ * video_upscale's x2 network (issue 38 item 3; docs/decisions.md "A network for video frames"):
+ * its convolutions run on the luma's 2x2 blocks (a quarter of the positions, about a fifth of the
+ * image model's work), so the sides it takes must be even, and its 6 layers at half resolution see
+ * 12 input pixels each way. It gives luma2x only.
+ */
+export const VIDEO_NET = { blocks: 2, halo: 12 } as const;
+
+export function videoModelPath(precision: LumaPrecision = 'int8'): string {
+  return fileURLToPath(new URL(`../../../models/upscaler-video-x2${precision === 'int8' ? '-int8' : ''}.onnx`, import.meta.url));
+}
+
 /** A luma plane the thread reads without a copy: w * h floats, 0..1. */
 export function lumaPlane(width: number, height: number): Float32Array {
   return new Float32Array(new SharedArrayBuffer(width * height * 4));
@@ -46,6 +58,10 @@ export interface LumaNetOptions {
   modelPath?: string;
   /** ONNX Runtime's threads; default the machine's cores, at most 4. */
   threads?: number;
+  /** The model's receptive radius in input pixels (default HALO): each tile is cut with this much context. */
+  halo?: number;
+  /** Input sides must be multiples of this (2 for a network on 2x2 blocks); default 1. */
+  blocks?: 1 | 2;
 }
 
 interface Waiter {
@@ -59,12 +75,18 @@ export class LumaNet {
   private readonly waiting = new Map<number, Waiter>();
   readonly modelPath: string;
   readonly scale: LumaScale;
+  readonly halo: number;
+  readonly blocks: 1 | 2;
   private readonly threads: number;
 
   constructor(opts: LumaNetOptions = {}) {
     this.scale = opts.scale ?? 2;
     this.modelPath = path.resolve(opts.modelPath ?? defaultModelPath(this.scale));
     this.threads = opts.threads ?? Math.min(4, Math.max(1, os.availableParallelism()));
+    this.blocks = opts.blocks ?? 1;
+    this.halo = opts.halo ?? HALO;
+    // Tiles start at multiples of the tile size less the halo: all three even keeps every tile on the blocks.
+    if (this.blocks === 2 && this.halo % 2 !== 0) throw new Error('a network on 2x2 blocks needs an even halo');
   }
 
   private thread(): Worker {
@@ -103,7 +125,7 @@ export class LumaNet {
     return new Promise((resolve, reject) => {
       if (this.waiting.size === 0) worker.ref();
       this.waiting.set(id, { resolve, reject });
-      worker.postMessage({ id, luma: luma.buffer, width, height, y0, y1, output, tile, halo: HALO, scale: this.scale });
+      worker.postMessage({ id, luma: luma.buffer, width, height, y0, y1, output, tile, halo: this.halo, scale: this.scale });
     });
   }
 
@@ -122,7 +144,11 @@ export class LumaNet {
   ): Promise<void> {
     if (!(luma.buffer instanceof SharedArrayBuffer)) throw new Error('the luma plane must come from lumaPlane()');
     const rows = opts.stripRows ?? STRIP_ROWS;
-    const ask = (y0: number) => this.strip(luma, width, height, y0, Math.min(height, y0 + rows), output, opts.tile ?? TILE);
+    const tile = opts.tile ?? TILE;
+    if (width % this.blocks || height % this.blocks || rows % this.blocks || tile % this.blocks) {
+      throw new Error(`this network takes sides, tiles and strips in multiples of ${this.blocks}`);
+    }
+    const ask = (y0: number) => this.strip(luma, width, height, y0, Math.min(height, y0 + rows), output, tile);
     opts.signal?.throwIfAborted();
     let next: Promise<Float32Array> | null = ask(0);
     for (let y0 = 0; next; y0 += rows) {
@@ -144,7 +170,7 @@ export class LumaNet {
   }
 }
 
-const processNets = new Map<LumaScale, LumaNet>();
+const processNets = new Map<LumaScale | 'video', LumaNet>();
 
 /**
  * The process's network with the shipped model of this factor, made on the first learned run at
@@ -155,6 +181,16 @@ export function sharedLumaNet(scale: LumaScale = 2): LumaNet {
   if (!net) {
     net = new LumaNet({ scale });
     processNets.set(scale, net);
+  }
+  return net;
+}
+
+/** The process's video network (VIDEO_NET), made on the first learned video run. */
+export function sharedVideoNet(): LumaNet {
+  let net = processNets.get('video');
+  if (!net) {
+    net = new LumaNet({ modelPath: videoModelPath(), ...VIDEO_NET });
+    processNets.set('video', net);
   }
   return net;
 }

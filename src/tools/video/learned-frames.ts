@@ -13,7 +13,7 @@ import { lumaPlane, type LumaNet } from '../upscaler/luma-net.js';
 //
 //   decoder: the input (read no further than its priced length) -> constant rate at the probed
 //            rate -> yuv444p at the source size -> raw frames on stdout
-//   here:    Y -> floats / 255 -> the luma network's 2x luma -> 8 bits; U and V, W x H, are
+//   here:    Y -> floats / 255 -> the video network's 2x luma -> 8 bits; U and V, W x H, are
 //            exactly the chroma planes of a 2W x 2H yuv420p frame, so they pass as they are
 //   encoder: raw 2W x 2H yuv420p frames on stdin (+ the input's first audio stream) -> Lanczos to
 //            the target height when 2H is not it -> the Lanczos path's H.264 / MP4 settings
@@ -150,6 +150,37 @@ function writable(stream: Writable): Promise<void> {
   });
 }
 
+/** The frame's luma (w x h bytes) into the network's plane (pw x ph floats, 0..1), the last column and row repeated where the plane is wider or taller. */
+function toPlane(frame: Uint8Array, w: number, h: number, plane: Float32Array, pw: number, ph: number): void {
+  if (pw === w) {
+    for (let i = 0; i < w * h; i++) plane[i] = frame[i]! / 255;
+  } else {
+    for (let y = 0; y < h; y++) {
+      const from = y * w;
+      const to = y * pw;
+      for (let x = 0; x < w; x++) plane[to + x] = frame[from + x]! / 255;
+      for (let x = w; x < pw; x++) plane[to + x] = plane[to + w - 1]!;
+    }
+  }
+  for (let y = h; y < ph; y++) plane.copyWithin(y * pw, (h - 1) * pw, h * pw);
+}
+
+/** Output rows from output row y0 (rows.length / rowWidth of them, rowWidth wide) into the frame's luma (ow x oh bytes), the columns and rows past it left out. */
+function fromRows(rows: Float32Array, y0: number, luma: Uint8ClampedArray, ow: number, oh: number, rowWidth: number): void {
+  // Uint8ClampedArray rounds (half to even) and clamps to 0..255.
+  const n = Math.min(rows.length / rowWidth, oh - y0);
+  if (rowWidth === ow) {
+    const at = y0 * ow;
+    for (let i = 0; i < n * ow; i++) luma[at + i] = rows[i]! * 255;
+    return;
+  }
+  for (let r = 0; r < n; r++) {
+    const at = (y0 + r) * ow;
+    const from = r * rowWidth;
+    for (let x = 0; x < ow; x++) luma[at + x] = rows[from + x]! * 255;
+  }
+}
+
 /**
  * Runs the learned upscale to a finished output file and resolves with the frames the encoder was
  * given (and, exiting 0, wrote: -vsync passthrough), or rejects (ToolError for the run's `error`,
@@ -185,7 +216,11 @@ export async function runLearned(job: LearnedJob): Promise<number> {
     encoderGone = true;
   });
   const expected = Math.min(expectedFrames(facts), job.maxFrames ?? Infinity);
-  const plane = lumaPlane(w, h);
+  // A network on 2x2 blocks takes even sides: an odd last column or row is repeated, and its
+  // output (two columns or rows) cut off again.
+  const pw = w + (w % job.net.blocks);
+  const ph = h + (h % job.net.blocks);
+  const plane = lumaPlane(pw, ph);
   const ySize = w * h;
   const outY = 4 * ySize;
   let done = 0;
@@ -193,16 +228,12 @@ export async function runLearned(job: LearnedJob): Promise<number> {
     try {
       for await (const frame of frames(decoder.proc.stdout!, 3 * ySize)) {
         if (stop) break;
-        for (let i = 0; i < ySize; i++) plane[i] = frame[i]! / 255;
+        toPlane(frame, w, h, plane, pw, ph);
         // A fresh buffer per frame: the one before may still be queued on the pipe.
         const out = Buffer.allocUnsafe(6 * ySize);
         const luma = new Uint8ClampedArray(out.buffer, out.byteOffset, outY);
-        const take = (y0: number, rows: Float32Array) => {
-          // Uint8ClampedArray rounds (half to even) and clamps to 0..255.
-          const at = y0 * 2 * w;
-          for (let i = 0; i < rows.length; i++) luma[at + i] = rows[i]! * 255;
-        };
-        await job.net.run(plane, w, h, 'luma2x', take, { signal: job.signal });
+        const take = (y0: number, rows: Float32Array) => fromRows(rows, y0, luma, 2 * w, 2 * h, 2 * pw);
+        await job.net.run(plane, pw, ph, 'luma2x', take, { signal: job.signal });
         frame.copy(out, outY, ySize, 3 * ySize);
         if (encoderGone) throw new EncoderGone();
         await writable(stdin);

@@ -15,27 +15,46 @@ export const UPSCALE_TIMEOUT_SECONDS = 3600;
 
 export { UPSCALE_METHODS, type UpscaleMethod };
 /**
- * lanczos: at 960x540 -> 1920x1080 the learned path took ~20-33x the Lanczos path's wall time, far
- * past the 4x issue 28 allows for a default (docs/decisions.md), so it is asked for by name.
+ * learned, since its video network met issue 38's bar (CPU at most 6x the Lanczos path's, +0.8 dB
+ * over it, no more flicker: bench:video-learned, docs/decisions.md "Learned video by default").
+ * A run that does not name a method gets learned when its work fits the learned path's time
+ * limit, and lanczos when it does not (defaultMethod): what the service took before stays taken.
  */
-export const DEFAULT_UPSCALE_METHOD: UpscaleMethod = 'lanczos';
+export const DEFAULT_UPSCALE_METHOD: UpscaleMethod = 'learned';
 
+/**
+ * The method a run uses: the one it names, else the default for its video (the file's probe, or
+ * the clip duration_seconds prices), the same at estimate, at start and in the runner.
+ */
 export function upscaleMethod(input: PricingInput): UpscaleMethod {
-  const name = stringValue(input, 'method', DEFAULT_UPSCALE_METHOD);
-  return UPSCALE_METHODS.find((m) => m === name) ?? DEFAULT_UPSCALE_METHOD;
+  const name = stringValue(input, 'method', '');
+  const named = UPSCALE_METHODS.find((m) => m === name);
+  if (named) return named;
+  const target = stringValue(input, 'target', '1080p');
+  const height = TARGET_HEIGHTS[target];
+  const given = input.media.video?.[0];
+  if (!height || (!given && input.durationHint === null)) return DEFAULT_UPSCALE_METHOD;
+  return defaultMethod(given ?? hintClip(input.durationHint ?? 0, target), height);
+}
+
+/** learned, unless its work on this video would pass its time limit (then lanczos, which has none of its own). */
+export function defaultMethod(info: MediaInfo, targetHeight: number): UpscaleMethod {
+  const work = upscaleWork(info, targetHeight, 'learned');
+  return work && learnedSeconds(work) > LEARNED_LIMIT_SECONDS ? 'lanczos' : 'learned';
 }
 
 /**
  * The learned path's time limit grows with the work it was priced for (docs/decisions.md,
  * "video_upscale learned: a time limit that grows with the priced length"): a fixed allowance for
  * starting up and finishing the file, plus, for every priced frame, LEARNED_SECONDS_PER_MP per
- * megapixel the network reads (the bench measured 1.5 s/MP on a busy 2-core machine) and
+ * megapixel the network reads (the video network took ~0.27 wall s/MP on a busy 2-core machine
+ * with VNNI, and may take ~2.75 times that without; the image network it replaced took 1.5) and
  * LEARNED_ENCODE_SECONDS_PER_MP per megapixel encoded (the Lanczos path took ~0.011 s/MP at
  * 1080p). Work whose limit would pass LEARNED_LIMIT_SECONDS is refused before it starts
  * (validateUpscale), so every accepted run's limit is this sum.
  */
 export const LEARNED_BASE_SECONDS = 600;
-export const LEARNED_SECONDS_PER_MP = 8;
+export const LEARNED_SECONDS_PER_MP = 3;
 export const LEARNED_ENCODE_SECONDS_PER_MP = 0.1;
 /** The engine's limit for a video_upscale run: what the longest learned run may be given. */
 export const UPSCALE_RUN_LIMIT_SECONDS = 86_400;
@@ -46,6 +65,12 @@ export const LEARNED_LIMIT_SECONDS = UPSCALE_RUN_LIMIT_SECONDS - 60;
 export function learnedSeconds(work: Pick<UpscaleWork, 'frames' | 'inputPixels' | 'outputPixels'>): number {
   const perFrame = (work.inputPixels * LEARNED_SECONDS_PER_MP + work.outputPixels * LEARNED_ENCODE_SECONDS_PER_MP) / 1e6;
   return Math.ceil(LEARNED_BASE_SECONDS + work.frames * perFrame);
+}
+
+/** The longest 960x540 25 fps clip the learned path takes to 1080p in a run, in whole minutes (what the messages quote). */
+export function learnedMinutesAt540p(): number {
+  const perFrame = (960 * 540 * LEARNED_SECONDS_PER_MP + 1920 * 1080 * LEARNED_ENCODE_SECONDS_PER_MP) / 1e6;
+  return Math.floor((LEARNED_LIMIT_SECONDS - LEARNED_BASE_SECONDS) / perFrame / 25 / 60);
 }
 
 export function learnedTimeLimitSeconds(work: Pick<UpscaleWork, 'frames' | 'inputPixels' | 'outputPixels'>): number {
@@ -103,7 +128,7 @@ export function validateUpscale(input: PricingInput): FieldError[] {
         `${given ? 'is' : `prices a ${HINT_RATE} fps clip of that length:`} ${work.frames} frames of ${v.width} x ${v.height} px (${frameMp} frame-megapixels through the network), more than method learned ` +
         `takes in a run: its time limit (${LEARNED_BASE_SECONDS} s + ${LEARNED_SECONDS_PER_MP} s per input frame-megapixel + ` +
         `${LEARNED_ENCODE_SECONDS_PER_MP} s per output frame-megapixel) would pass ${Math.round(LEARNED_LIMIT_SECONDS / 3600)} h ` +
-        '(about 13 minutes of 960x540 at 25 fps to 1080p fit); use method lanczos, or a shorter clip',
+        `(about ${learnedMinutesAt540p()} minutes of 960x540 at 25 fps to 1080p fit); use method lanczos, or a shorter clip`,
       code: 'too_large',
     }];
   }

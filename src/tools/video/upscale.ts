@@ -1,11 +1,11 @@
 import path from 'node:path';
 import { probeVideo, runFfmpeg } from '../../media/ffmpeg.js';
 import { LENGTH_TOLERANCE_SECONDS } from '../../media/measure.js';
-import { stringValue, ToolError, type RunContext, type ToolOutput } from '../manifest.js';
-import { sharedLumaNet, type LumaNet } from '../upscaler/luma-net.js';
+import { stringValue, ToolError, type MediaInfo, type RunContext, type ToolOutput } from '../manifest.js';
+import { sharedVideoNet, type LumaNet } from '../upscaler/luma-net.js';
 import { encodeProgress, H264, H264_CODEC, MP4, namedInputs, PROBE_TIME_LIMIT_MS, scaledWidth, VIDEO_MAX_OUTPUT_BYTES, vouchedMp4, type VideoRunOptions } from './common.js';
 import { runLearned } from './learned-frames.js';
-import { DEFAULT_UPSCALE_METHOD, learnedTimeLimitSeconds, TARGET_HEIGHTS, UPSCALE_METHODS, UPSCALE_TIMEOUT_SECONDS, type UpscaleMethod } from './upscale-rules.js';
+import { learnedTimeLimitSeconds, TARGET_HEIGHTS, UPSCALE_METHODS, UPSCALE_TIMEOUT_SECONDS, upscaleMethod, type UpscaleMethod } from './upscale-rules.js';
 import { upscaleWork } from './upscale-work.js';
 
 /** Audio codecs an MP4 takes as they are; others (Opus, Vorbis, FLAC, PCM...) are encoded to AAC. */
@@ -18,15 +18,15 @@ function targetOf(values: Record<string, unknown>): { name: string; height: numb
   return { name, height };
 }
 
-function methodOf(values: Record<string, unknown>): UpscaleMethod {
-  const name = stringValue({ values, media: {}, durationHint: null }, 'method', DEFAULT_UPSCALE_METHOD);
-  const method = UPSCALE_METHODS.find((m) => m === name);
-  if (!method) throw new ToolError(`Unknown method ${name}.`);
-  return method;
+/** The method asked for, or the default for this file (upscale-rules.ts), as the price was made. */
+function methodOf(values: Record<string, unknown>, info: MediaInfo): UpscaleMethod {
+  const name = stringValue({ values, media: {}, durationHint: null }, 'method', '');
+  if (name && !UPSCALE_METHODS.some((m) => m === name)) throw new ToolError(`Unknown method ${name}.`);
+  return upscaleMethod({ values, media: { video: [info] }, durationHint: null });
 }
 
 export interface UpscaleRunOptions extends VideoRunOptions {
-  /** The learned path's network; default the process's shared one with the shipped model (tests give another). */
+  /** The learned path's network; default the process's shared video network (tests give another). */
   net?: LumaNet;
 }
 
@@ -41,7 +41,7 @@ export async function runUpscale(ctx: RunContext, opts: UpscaleRunOptions = {}):
   const { files, inputs } = namedInputs(ctx, 'video', () => 'the video');
   const input = inputs[0]!;
   const target = targetOf(ctx.values);
-  const method = methodOf(ctx.values);
+  const method = methodOf(ctx.values, files[0]!.info);
   // What the run was priced for, from the upload's probe: it does no more (docs/decisions.md).
   const priced = upscaleWork(files[0]!.info, target.height, method);
   if (!priced) throw new ToolError('The size of the video is not known; upload it again.');
@@ -70,7 +70,7 @@ export async function runUpscale(ctx: RunContext, opts: UpscaleRunOptions = {}):
       timeLimitMs: seconds * 1000,
       maxOutputBytes: opts.maxOutputBytes ?? VIDEO_MAX_OUTPUT_BYTES,
       threads: opts.threads,
-      net: opts.net ?? sharedLumaNet(),
+      net: opts.net ?? sharedVideoNet(),
       maxFrames: priced.frames,
       onProgress: encodeProgress(ctx),
     });

@@ -928,7 +928,7 @@ export type components = {
          *       "object": "tool",
          *       "id": "video_upscale",
          *       "name": "Upscale video",
-         *       "description": "Upscales a video to 1080p or 4K, keeping its aspect ratio and audio. method lanczos (the default): Lanczos scaling, frame rate and timing kept. method learned: a small neural network trained to enlarge 2x sharpens the brightness of every frame (colour is enlarged smoothly), then Lanczos takes it to the target height when that is not exactly twice the input; finer detail, at a constant frame rate, many times slower, and priced by its work: 1 Spark more per started 2.5 megapixels of input frames. Priced from the uploaded file (its frames and their size); duration_seconds alone prices a clip of that length at 30 fps in the target's reference size (1280x720 to 1080p, 1920x1080 to 4K); more frames or larger ones cost more.",
+         *       "description": "Upscales a video to 1080p or 4K, keeping its aspect ratio and audio. method learned: a small neural network trained to enlarge 2x sharpens the brightness of every frame (colour is enlarged smoothly), then Lanczos takes it to the target height when that is not exactly twice the input; finer detail, at a constant frame rate, several times the CPU, and priced by its work: 1 Spark more per started 4.5 megapixels of input frames. method lanczos: Lanczos scaling, frame rate and timing kept, the cheapest. Left out, method is learned, or lanczos for a video longer than the learned path takes in a run (about 32 minutes of 960x540 at 25 fps to 1080p); the estimate prices the one the run will use. Priced from the uploaded file (its frames and their size); duration_seconds alone prices a clip of that length at 30 fps in the target's reference size (1280x720 to 1080p, 1920x1080 to 4K); more frames or larger ones cost more.",
          *       "family": "enhance",
          *       "inputs": [
          *         {
@@ -959,8 +959,7 @@ export type components = {
          *           "choices": [
          *             "learned",
          *             "lanczos"
-         *           ],
-         *           "default": "lanczos"
+         *           ]
          *         }
          *       ],
          *       "output_kind": "video",
@@ -1021,7 +1020,7 @@ export type components = {
          *           "object": "tool",
          *           "id": "video_upscale",
          *           "name": "Upscale video",
-         *           "description": "Upscales a video to 1080p or 4K, keeping its aspect ratio and audio. method lanczos (the default): Lanczos scaling, frame rate and timing kept. method learned: a small neural network trained to enlarge 2x sharpens the brightness of every frame (colour is enlarged smoothly), then Lanczos takes it to the target height when that is not exactly twice the input; finer detail, at a constant frame rate, many times slower, and priced by its work: 1 Spark more per started 2.5 megapixels of input frames. Priced from the uploaded file (its frames and their size); duration_seconds alone prices a clip of that length at 30 fps in the target's reference size (1280x720 to 1080p, 1920x1080 to 4K); more frames or larger ones cost more.",
+         *           "description": "Upscales a video to 1080p or 4K, keeping its aspect ratio and audio. method learned: a small neural network trained to enlarge 2x sharpens the brightness of every frame (colour is enlarged smoothly), then Lanczos takes it to the target height when that is not exactly twice the input; finer detail, at a constant frame rate, several times the CPU, and priced by its work: 1 Spark more per started 4.5 megapixels of input frames. method lanczos: Lanczos scaling, frame rate and timing kept, the cheapest. Left out, method is learned, or lanczos for a video longer than the learned path takes in a run (about 32 minutes of 960x540 at 25 fps to 1080p); the estimate prices the one the run will use. Priced from the uploaded file (its frames and their size); duration_seconds alone prices a clip of that length at 30 fps in the target's reference size (1280x720 to 1080p, 1920x1080 to 4K); more frames or larger ones cost more.",
          *           "family": "enhance",
          *           "inputs": [
          *             {
@@ -1052,8 +1051,7 @@ export type components = {
          *               "choices": [
          *                 "learned",
          *                 "lanczos"
-         *               ],
-         *               "default": "lanczos"
+         *               ]
          *             }
          *           ],
          *           "output_kind": "video",
