@@ -16,7 +16,7 @@ export const UPSCALE_TIMEOUT_SECONDS = 3600;
 export { UPSCALE_METHODS, type UpscaleMethod };
 /**
  * learned, since its video network met issue 38's bar (CPU at most 6x the Lanczos path's, +0.8 dB
- * over it, no more flicker: bench:video-learned, docs/decisions.md "Learned video by default").
+ * over it, no more flicker: bench:video-learned, docs/decisions.md "A network for video frames").
  * A run that does not name a method gets learned when its work fits the learned path's time
  * limit, and lanczos when it does not (defaultMethod): what the service took before stays taken.
  */
@@ -37,7 +37,7 @@ export function upscaleMethod(input: PricingInput): UpscaleMethod {
   return defaultMethod(given ?? hintClip(input.durationHint ?? 0, target), height);
 }
 
-/** learned, unless its work on this video would pass its time limit (then lanczos, which has none of its own). */
+/** learned, unless its work on this video would pass its time limit (then lanczos, which refuses no length up front). */
 export function defaultMethod(info: MediaInfo, targetHeight: number): UpscaleMethod {
   const work = upscaleWork(info, targetHeight, 'learned');
   return work && learnedSeconds(work) > LEARNED_LIMIT_SECONDS ? 'lanczos' : 'learned';
