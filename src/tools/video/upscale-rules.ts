@@ -38,7 +38,7 @@ export function upscaleMethod(input: PricingInput): UpscaleMethod {
 }
 
 /** learned, unless its work on this video would pass its time limit (then lanczos, which refuses no length up front). */
-export function defaultMethod(info: MediaInfo, targetHeight: number): UpscaleMethod {
+function defaultMethod(info: MediaInfo, targetHeight: number): UpscaleMethod {
   const work = upscaleWork(info, targetHeight, 'learned');
   return work && learnedSeconds(work) > LEARNED_LIMIT_SECONDS ? 'lanczos' : 'learned';
 }
