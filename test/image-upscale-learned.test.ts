@@ -10,7 +10,7 @@ import { after, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { imageUpscale } from '../src/tools/catalog/image-upscale.js';
 import { defaultModelPath, LumaNet, lumaPlane, type LumaOutput } from '../src/tools/upscaler/luma-net.js';
-import { assertCloseToTrained, assertMatchesReference, assertWeightsNeverSaturate } from './helpers/luma-nets.js';
+import { assertCloseToTrained, assertMatchesReference, assertWeightsNeverSaturate, runWhole } from './helpers/luma-nets.js';
 import { assertLumaOnlyChange, assertSameImage, upscaleRun as run } from './helpers/upscale-run.js';
 import { upscaleInputs } from './helpers/upscale-inputs.js';
 
@@ -63,15 +63,7 @@ describe('the network', () => {
       const [w, h] = [70, 45];
       const plane = lumaPlane(w, h);
       for (let i = 0; i < w * h; i++) plane[i] = (Math.sin(i * 0.37) * 0.5 + 0.5) * ((i % w) / w);
-      const collect = async (tile: number, stripRows: number) => {
-        const out = new Float32Array(4 * w * h);
-        let strips = 0;
-        await shipped.run(plane, w, h, output, (y0, rows) => {
-          out.set(rows, y0 * 2 * w);
-          strips++;
-        }, { tile, stripRows });
-        return { out, strips };
-      };
+      const collect = (tile: number, stripRows: number) => runWhole(shipped, { plane, width: w, height: h }, output, { tile, stripRows });
       const tiled = await collect(16, 8);
       const whole = await collect(1000, 1000);
       assert.equal(tiled.strips, 6);

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { LumaNet, lumaPlane, sharedVideoNet, VIDEO_NET, videoModelPath } from '../src/tools/upscaler/luma-net.js';
 import { centredLanczos3 } from './helpers/lanczos-reference.js';
-import { assertCloseToTrained, assertMatchesReference, assertWeightsNeverSaturate } from './helpers/luma-nets.js';
+import { assertCloseToTrained, assertMatchesReference, assertWeightsNeverSaturate, runWhole } from './helpers/luma-nets.js';
 
 const ZERO = path.join(import.meta.dirname, 'fixtures/upscaler/zero-correction-video.onnx');
 const REFERENCE = path.join(import.meta.dirname, 'fixtures/upscaler/reference-video.json');
@@ -26,15 +26,8 @@ function texture(w: number, h: number): Float32Array {
   return plane;
 }
 
-async function whole(net: LumaNet, plane: Float32Array, w: number, h: number, opts: { tile?: number; stripRows?: number } = {}): Promise<{ out: Float32Array; strips: number }> {
-  const out = new Float32Array(4 * w * h);
-  let strips = 0;
-  await net.run(plane, w, h, 'luma2x', (y0, rows) => {
-    out.set(rows, y0 * 2 * w);
-    strips++;
-  }, opts);
-  return { out, strips };
-}
+const whole = (net: LumaNet, plane: Float32Array, width: number, height: number, opts: { tile?: number; stripRows?: number } = {}) =>
+  runWhole(net, { plane, width, height }, 'luma2x', opts);
 
 describe('the video network', () => {
   test('video_upscale runs its own int8 model, on 2x2 blocks with a 12-pixel halo', () => {

@@ -19,6 +19,26 @@ export async function photoLuma(): Promise<{ plane: Float32Array; width: number;
 }
 
 /**
+ * A net's whole output for a plane, strip by strip as the service receives it, and how many strips
+ * came (tile and stripRows: the tiling under test).
+ */
+export async function runWhole(
+  net: LumaNet,
+  input: { plane: Float32Array; width: number; height: number },
+  output: LumaOutput = 'correction',
+  opts: { tile?: number; stripRows?: number } = {},
+): Promise<{ out: Float32Array; strips: number }> {
+  const { plane, width, height } = input;
+  const out = new Float32Array(net.scale * net.scale * width * height);
+  let strips = 0;
+  await net.run(plane, width, height, output, (y0, rows) => {
+    out.set(rows, y0 * net.scale * width);
+    strips++;
+  }, opts);
+  return { out, strips };
+}
+
+/**
  * The corrections of both nets: their worst and RMS difference, and the largest correction of `b`.
  * A net that gives only its full output (the video network: luma2x) is compared on that, its
  * correction being its difference from `zero` (the same graph with no correction).
@@ -31,9 +51,8 @@ export async function compareNets(
   full?: { output: LumaOutput; zero: LumaNet },
 ): Promise<{ worst: number; rms: number; largest: number }> {
   const collect = async (net: LumaNet) => {
-    const out = new Float32Array(scale * scale * input.width * input.height);
-    await net.run(input.plane, input.width, input.height, full?.output ?? 'correction', (y0, rows) => out.set(rows, y0 * scale * input.width));
-    return out;
+    assert.equal(net.scale, scale);
+    return (await runWhole(net, input, full?.output ?? 'correction')).out;
   };
   const [x, y] = [await collect(a), await collect(b)];
   const base = full ? await collect(full.zero) : null;

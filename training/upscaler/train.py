@@ -79,7 +79,7 @@ def degrade(lr_rgb, rng):
     return np.clip(y, 0, 1).astype(np.float32)
 
 
-def batch(pairs, rng, size, patch, scale):
+def batch(pairs, rng, size, patch, scale, clean=0.0):
     xs, ys = [], []
     while len(xs) < size:
         lr, hr = pairs[rng.randrange(len(pairs))]
@@ -91,7 +91,8 @@ def batch(pairs, rng, size, patch, scale):
         m = 4
         cx0, cy0 = max(0, x0 - m), max(0, y0 - m)
         crop = lr.crop((cx0, cy0, min(w, x0 + patch + m), min(h, y0 + patch + m)))
-        yl = degrade(crop, rng)[y0 - cy0:y0 - cy0 + patch, x0 - cx0:x0 - cx0 + patch]
+        # --clean: this share of patches is kept as the reduction left it (no JPEG, noise or grain)
+        yl = (luma(crop) if clean > 0 and rng.random() < clean else degrade(crop, rng))[y0 - cy0:y0 - cy0 + patch, x0 - cx0:x0 - cx0 + patch]
         yh = hr[scale * y0:scale * (y0 + patch), scale * x0:scale * (x0 + patch)]
         k = rng.randrange(8)
         yl, yh = np.rot90(yl, k % 4), np.rot90(yh, k % 4)
@@ -132,6 +133,24 @@ def load_weights(path):
             for i in onnx.load(path).graph.initializer if i.name.startswith(prefix + 'body.')}
 
 
+def embed(net, state):
+    """Loads a narrower trained network into a wider one (issue 38 item 1) so that it computes exactly
+    the same function: each trained layer's weights fill the first rows and columns; the new
+    channels keep their random start on the way in and get zero weights on the way out, so they
+    change nothing until training gives them a use (no symmetry to break, unlike copied channels)."""
+    own = net.state_dict()
+    for name, w in state.items():
+        t = own[name].clone()
+        if name.endswith('.weight'):
+            o, i = w.shape[:2]
+            t[:o, i:] = 0
+            t[:o, :i] = w
+        else:
+            t[:w.shape[0]] = w
+        own[name] = t
+    net.load_state_dict(own)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--data', default=os.path.join(os.path.dirname(__file__), '../../../shared/datasets/sr/train'))
@@ -153,6 +172,8 @@ def main():
     ap.add_argument('--eval-every', type=int, default=500, help='steps between held-out measurements (each takes time from the budget)')
     ap.add_argument('--harm', type=float, default=0.0,
                     help='weight of a penalty on patches the correction makes worse than Lanczos3 alone')
+    ap.add_argument('--clean', type=float, default=0.0,
+                    help='share of patches left without JPEG, noise or grain before the usual mix (0: every patch takes its chances)')
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -170,7 +191,11 @@ def main():
 
     net = make_net(args.arch, args.channels, args.depth, args.scale)
     if args.init:
-        net.load_state_dict(load_weights(args.init))
+        state = load_weights(args.init)
+        if any(state[k].shape != v.shape for k, v in net.state_dict().items()):
+            embed(net, state)
+        else:
+            net.load_state_dict(state)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     budget = args.minutes * 60
     start = time.time()
@@ -184,7 +209,7 @@ def main():
         lr = args.lr * 0.5 * (1 + math.cos(math.pi * frac)) + 1e-6
         for g in opt.param_groups:
             g['lr'] = lr
-        x, y = batch(pairs, rng, args.batch, args.patch, args.scale)
+        x, y = batch(pairs, rng, args.batch, args.patch, args.scale, args.clean)
         base = lanczos_up(x, args.scale)
         out = base + net(x)
         loss = F.l1_loss(out, y)
