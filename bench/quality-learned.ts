@@ -10,7 +10,10 @@
  * service runs keeps its gain within 0.05 dB of the fp32 model it is quantised from (the same
  * weights, models/upscaler-x2.onnx), on BSD100 at 2x (cubic and area), both measured in this run.
  *
- * BENCH_MODEL / BENCH_MODEL_X4=<file.onnx> measure other models (training checkpoints);
+ * At 4x a PNG input gets the model for lossless inputs and a JPEG the one for any input, as the
+ * service chooses (losslessInput in src/tools/image/upscale.ts).
+ *
+ * BENCH_MODEL / BENCH_MODEL_X4 / BENCH_MODEL_X4_LOSSLESS=<file.onnx> measure other models (training checkpoints);
  * BENCH_SETS=BSD100,Set14; BENCH_SCALES=4.
  */
 import fs from 'node:fs/promises';
@@ -18,8 +21,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
-import { upscaleImage } from '../src/tools/image/upscale.js';
-import { defaultModelPath, LumaNet } from '../src/tools/upscaler/luma-net.js';
+import { losslessInput, upscaleImage } from '../src/tools/image/upscale.js';
+import { defaultModelPath, LumaNet, type LumaInputs } from '../src/tools/upscaler/luma-net.js';
 import type { Raster } from '../test/helpers/images.js';
 import { lumaPsnr, raw, sharpOf } from './lib/photos.js';
 import { figure, finish, loadNote, resultHeader, table, type BenchResult, type Figure, runBench } from './lib/report.js';
@@ -87,16 +90,26 @@ async function main(): Promise<void> {
   const sets = (process.env.BENCH_SETS ?? 'BSD100,Set14,Set5').split(',');
   const missing = await fs.access(EVAL).then(() => false, () => true);
   const scales = (process.env.BENCH_SCALES ?? '2,4').split(',').map((v) => (v.trim() === '4' ? 4 : 2) as Scale);
-  const models: Record<Scale, string | undefined> = { 2: process.env.BENCH_MODEL, 4: process.env.BENCH_MODEL_X4 };
-  const nets = new Map(scales.map((n) => [n, new LumaNet({ scale: n, ...(models[n] ? { modelPath: models[n] } : {}) })]));
+  const models: Record<Scale, Record<LumaInputs, string | undefined>> = {
+    2: { any: process.env.BENCH_MODEL, lossless: process.env.BENCH_MODEL },
+    4: { any: process.env.BENCH_MODEL_X4, lossless: process.env.BENCH_MODEL_X4_LOSSLESS },
+  };
+  // One network per model file (at 2x both kinds of input share one), made as the inputs need them.
+  const nets = new Map<string, LumaNet>();
+  const netFor = async (n: Scale, input: Buffer): Promise<LumaNet> => {
+    const inputs: LumaInputs = losslessInput(await sharp(input).metadata()) ? 'lossless' : 'any';
+    const modelPath = models[n][inputs] ?? defaultModelPath(n, 'int8', inputs);
+    let net = nets.get(modelPath);
+    if (!net) nets.set(modelPath, (net = new LumaNet({ scale: n, modelPath })));
+    return net;
+  };
   // The fp32 file the served int8 model is quantised from, scored beside it (not for a BENCH_MODEL).
-  const fp32 = scales.includes(2) && !models[2] ? new LumaNet({ scale: 2, modelPath: defaultModelPath(2, 'fp32') }) : null;
+  const fp32 = scales.includes(2) && !models[2].any ? new LumaNet({ scale: 2, modelPath: defaultModelPath(2, 'fp32') }) : null;
   const rows: Row[] = [];
   const work = await fs.mkdtemp(path.join(os.tmpdir(), 'toolrun-bench-learned-'));
   try {
     if (!missing) {
       for (const n of scales) {
-        const net = nets.get(n)!;
         for (const set of sets) {
           const dir = path.join(EVAL, set);
           for (const name of (await fs.readdir(dir)).filter((f) => f.endsWith('_HR.png')).sort()) {
@@ -106,6 +119,7 @@ async function main(): Promise<void> {
               const png = await sharpOf(small).png().toBuffer();
               const jpeg = await sharpOf(small).jpeg({ quality: 75 }).toBuffer();
               for (const [variant, bytes, file] of [[how, png, 'in.png'], [`${how}+jpeg75`, jpeg, 'in.jpg']] as const) {
+                const net = await netFor(n, bytes);
                 // The border left out grows with the scale: 4 px at 2x (as before), 8 at 4x.
                 const score = async (m: 'learned' | 'lanczos', by = net) => lumaPsnr(await upscale(bytes, file, m, by, work), truth, 2 * n);
                 const row: Row = { scale: n, set, image: name.replace('_SRF_2_HR.png', ''), variant, lanczos: await score('lanczos'), learned: await score('learned') };
@@ -182,7 +196,7 @@ async function main(): Promise<void> {
       : figures,
     charts: [],
     notes: [
-      'Truth: the *_HR.png of each set (sides trimmed to a multiple of the scale). Inputs: the truth reduced 2x or 4x by sharp\'s cubic (antialiased), an exact n x n mean ("area") and sharp\'s Lanczos3; "+jpeg75": that reduction saved as JPEG at quality 75 (the output is then a JPEG at quality 90, as users get it). Luma: BT.601 weights on full-range RGB; a border of 2 x the scale left out (4 px at 2x, 8 at 4x). Both methods run through the tool\'s runner in this run, each scale with its own model.',
+      'Truth: the *_HR.png of each set (sides trimmed to a multiple of the scale). Inputs: the truth reduced 2x or 4x by sharp\'s cubic (antialiased), an exact n x n mean ("area") and sharp\'s Lanczos3; "+jpeg75": that reduction saved as JPEG at quality 75 (the output is then a JPEG at quality 90, as users get it). Luma: BT.601 weights on full-range RGB; a border of 2 x the scale left out (4 px at 2x, 8 at 4x). Both methods run through the tool\'s runner in this run, each scale with its own model; at 4x PNG inputs get the model for lossless inputs and JPEG inputs the one for any input, as the service chooses.',
       'Full-range luma: published tables use 16-235 luma, which reads about 1.3 dB higher for the same images.',
       `Per set and input:\n\n${'```'}text\n${summaryTable}\n${'```'}`,
     ],

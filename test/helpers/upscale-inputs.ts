@@ -5,7 +5,7 @@ import { encode, raster, type Raster } from './images.js';
 // CMYK, EXIF-rotated and a wide-gamut profile. Deterministic (no randomness, pinned sharp), so
 // the hashes of their Lanczos3 outputs can be stored.
 
-function textured(width: number, height: number): Raster {
+export function textured(width: number, height: number): Raster {
   return raster(width, height, (x, y) => [
     (x * 37 + y * 11 + ((x * y) % 17) * 9) % 256,
     (128 + 100 * Math.sin(x / 3) * Math.cos(y / 4)) | 0,

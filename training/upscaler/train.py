@@ -56,13 +56,13 @@ def make_pairs(truths, scale):
     return pairs
 
 
-def degrade(lr_rgb, rng):
+def degrade(lr_rgb, rng, jpeg=True):
     """What real inputs carry on top of the reduction: JPEG artefacts, sensor noise, film grain
     (each sometimes). The truth stays clean, so the net learns not to sharpen them."""
     img = lr_rgb
     r = rng.random()
     arr = None
-    if r < 0.25:
+    if jpeg and r < 0.25:
         buf = io.BytesIO()
         img.save(buf, 'JPEG', quality=rng.randint(60, 95))
         img = Image.open(io.BytesIO(buf.getvalue())).convert('RGB')
@@ -79,7 +79,7 @@ def degrade(lr_rgb, rng):
     return np.clip(y, 0, 1).astype(np.float32)
 
 
-def batch(pairs, rng, size, patch, scale, clean=0.0):
+def batch(pairs, rng, size, patch, scale, clean=0.0, jpeg=True):
     xs, ys = [], []
     while len(xs) < size:
         lr, hr = pairs[rng.randrange(len(pairs))]
@@ -92,7 +92,7 @@ def batch(pairs, rng, size, patch, scale, clean=0.0):
         cx0, cy0 = max(0, x0 - m), max(0, y0 - m)
         crop = lr.crop((cx0, cy0, min(w, x0 + patch + m), min(h, y0 + patch + m)))
         # --clean: this share of patches is kept as the reduction left it (no JPEG, noise or grain)
-        yl = (luma(crop) if clean > 0 and rng.random() < clean else degrade(crop, rng))[y0 - cy0:y0 - cy0 + patch, x0 - cx0:x0 - cx0 + patch]
+        yl = (luma(crop) if clean > 0 and rng.random() < clean else degrade(crop, rng, jpeg))[y0 - cy0:y0 - cy0 + patch, x0 - cx0:x0 - cx0 + patch]
         yh = hr[scale * y0:scale * (y0 + patch), scale * x0:scale * (x0 + patch)]
         k = rng.randrange(8)
         yl, yh = np.rot90(yl, k % 4), np.rot90(yh, k % 4)
@@ -174,6 +174,8 @@ def main():
                     help='weight of a penalty on patches the correction makes worse than Lanczos3 alone')
     ap.add_argument('--clean', type=float, default=0.0,
                     help='share of patches left without JPEG, noise or grain before the usual mix (0: every patch takes its chances)')
+    ap.add_argument('--no-jpeg', action='store_true',
+                    help='no JPEG pass in the degradations (noise and grain stay): a model for inputs from lossless files')
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -209,7 +211,7 @@ def main():
         lr = args.lr * 0.5 * (1 + math.cos(math.pi * frac)) + 1e-6
         for g in opt.param_groups:
             g['lr'] = lr
-        x, y = batch(pairs, rng, args.batch, args.patch, args.scale, args.clean)
+        x, y = batch(pairs, rng, args.batch, args.patch, args.scale, args.clean, not args.no_jpeg)
         base = lanczos_up(x, args.scale)
         out = base + net(x)
         loss = F.l1_loss(out, y)

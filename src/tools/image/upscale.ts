@@ -29,8 +29,17 @@ export interface UpscaleOptions {
   method?: UpscaleMethod;
   /** Each side's factor; default 2. */
   scale?: UpscaleScale;
-  /** The network for `learned`, made for `scale`; default the process's own (the shipped model of that factor). */
+  /** The network for `learned`, made for `scale`; default the process's own (the shipped model of that factor and input kind). */
   net?: LumaNet;
+}
+
+/**
+ * Whether the file's pixels are as a lossless encoder kept them: PNG (not palette: a palette is a
+ * quantisation) and TIFF. JPEG, WebP, AVIF/HEIF and GIF may carry compression artefacts, so they
+ * get the model trained not to sharpen those (LumaInputs).
+ */
+export function losslessInput(meta: Pick<Metadata, 'format' | 'isPalette'>): boolean {
+  return (meta.format === 'png' && meta.isPalette !== true) || meta.format === 'tiff';
 }
 
 /** Upscales one image file into outDir. */
@@ -102,7 +111,7 @@ export async function upscaleImage(opts: UpscaleOptions): Promise<ToolOutput> {
       if (depth === 'ushort') low = sixteen(low);
       const lowRaw = await abortable(rawOf(low, depth), opts.signal);
       // The second pass runs in libvips while the network starts on the luma (applyLearned).
-      const upscaled = await applyLearned(opts.net ?? sharedLumaNet(scale), lowRaw, abortable(rawOf(img, outDepth), opts.signal), opts.signal, (f) =>
+      const upscaled = await applyLearned(opts.net ?? sharedLumaNet(scale, losslessInput(meta) ? 'lossless' : 'any'), lowRaw, abortable(rawOf(img, outDepth), opts.signal), opts.signal, (f) =>
         opts.progress(0.5 + 0.3 * f),
       );
       if (keepProfile) {

@@ -30,9 +30,18 @@ export type LumaScale = 2 | 4;
  */
 export type LumaPrecision = 'int8' | 'fp32';
 
-/** The model that ships for this factor; resolved from the package root (models/ sits beside src/ and dist/). */
-export function defaultModelPath(scale: LumaScale = 2, precision: LumaPrecision = 'int8'): string {
-  return fileURLToPath(new URL(`../../../models/upscaler-x${scale}${precision === 'int8' ? '-int8' : ''}.onnx`, import.meta.url));
+/**
+ * What a model was trained for: `any` input (reductions with JPEG artefacts, sensor noise and film
+ * grain mixed in, so that it does not sharpen them), or `lossless` files (x4 only: clean
+ * reductions, more gain on them and less on JPEGs; docs/decisions.md "A second x4 model for
+ * lossless inputs"). At 2x one model serves both.
+ */
+export type LumaInputs = 'any' | 'lossless';
+
+/** The model that ships for this factor and input; resolved from the package root (models/ sits beside src/ and dist/). */
+export function defaultModelPath(scale: LumaScale = 2, precision: LumaPrecision = 'int8', inputs: LumaInputs = 'any'): string {
+  const kind = scale === 4 && inputs === 'lossless' ? '-lossless' : '';
+  return fileURLToPath(new URL(`../../../models/upscaler-x${scale}${kind}${precision === 'int8' ? '-int8' : ''}.onnx`, import.meta.url));
 }
 
 /**
@@ -170,27 +179,30 @@ export class LumaNet {
   }
 }
 
-const processNets = new Map<LumaScale | 'video', LumaNet>();
+const processNets = new Map<string, LumaNet>();
 
 /**
- * The process's network with the shipped model of this factor, made on the first learned run at
- * it (the issue asks for one session per process, loaded lazily); nothing is loaded at import.
+ * The process's network with the shipped model of this factor and input, made on the first learned
+ * run that needs it (the issue asks for one session per process, loaded lazily); nothing is loaded
+ * at import.
  */
-export function sharedLumaNet(scale: LumaScale = 2): LumaNet {
-  let net = processNets.get(scale);
+export function sharedLumaNet(scale: LumaScale = 2, inputs: LumaInputs = 'any'): LumaNet {
+  const modelPath = defaultModelPath(scale, 'int8', inputs);
+  let net = processNets.get(modelPath);
   if (!net) {
-    net = new LumaNet({ scale });
-    processNets.set(scale, net);
+    net = new LumaNet({ scale, modelPath });
+    processNets.set(modelPath, net);
   }
   return net;
 }
 
 /** The process's video network (VIDEO_NET), made on the first learned video run. */
 export function sharedVideoNet(): LumaNet {
-  let net = processNets.get('video');
+  const modelPath = videoModelPath();
+  let net = processNets.get(modelPath);
   if (!net) {
-    net = new LumaNet({ modelPath: videoModelPath(), ...VIDEO_NET });
-    processNets.set('video', net);
+    net = new LumaNet({ modelPath, ...VIDEO_NET });
+    processNets.set(modelPath, net);
   }
   return net;
 }
