@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import zlib from 'node:zlib';
@@ -274,6 +275,30 @@ describe('part uploads to local storage', () => {
     url.searchParams.set('signature', '0'.repeat(64));
     const { res } = await headFirst(`PUT ${url.pathname}${url.search} HTTP/1.1\r\nHost: x\r\nContent-Length: ${PART}\r\n\r\n`);
     envelopeOf(res, 403, 'signature_invalid');
+  });
+});
+
+describe('requests without a body', () => {
+  // Node marks a request complete only after the handlers its head started return, so a request
+  // answered synchronously looked "answered early" and lost its connection (Connection: close).
+  test('answered at once (a malformed key\'s 401, GET /v1/me from memory), they keep their connection', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const get = (headers: Record<string, string>) =>
+      new Promise<{ status: number | undefined; connection: string | undefined; reused: boolean }>((resolve, reject) => {
+        const req = http.get(new URL('/v1/me', s.url), { agent, headers }, (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode, connection: res.headers.connection, reused: req.reusedSocket }));
+        });
+        req.on('error', reject);
+      });
+    try {
+      const answers = [await get({ authorization: 'Bearer svc_test_short' }), await get(bearer(team.key)), await get(bearer(team.key)), await get(bearer(team.key))];
+      assert.deepEqual(answers.map((a) => a.status), [401, 200, 200, 200]);
+      assert.deepEqual(answers.map((a) => a.connection), ['keep-alive', 'keep-alive', 'keep-alive', 'keep-alive']);
+      assert.deepEqual(answers.map((a) => a.reused), [false, true, true, true]);
+    } finally {
+      agent.destroy();
+    }
   });
 });
 

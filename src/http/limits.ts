@@ -189,7 +189,10 @@ export function applyRequestLimits(app: FastifyInstance, t: HttpTimeoutsConfig):
 
 /** A request on a real connection that was answered before all of it arrived (never an injected one). */
 function answeredEarly(request: FastifyRequest): boolean {
-  return request.raw.socket instanceof Socket && !request.raw.complete;
+  // Without a body the request is whole once its head is parsed, but Node marks it complete only
+  // after the handlers that head started return: a bodiless request answered synchronously (a
+  // 401 from the key check, GET /v1/me with the balance in memory) is not answered early.
+  return request.raw.socket instanceof Socket && !request.raw.complete && hasBody(request);
 }
 
 /**

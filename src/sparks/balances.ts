@@ -36,6 +36,11 @@ export class Balances {
     this.cache.clear();
   }
 
+  /** The team's balance if this process holds it (no promise: GET /v1/me answers most requests so). */
+  known(teamId: string): number | undefined {
+    return this.cache.get(teamId)?.value.sparks;
+  }
+
   async of(db: Queryable, teamId: string): Promise<number> {
     const known = this.cache.get(teamId);
     if (known) return known.value.sparks;
