@@ -46,12 +46,12 @@ def reduce_by(img, how, scale):
 REDUCTIONS = ('bicubic', 'area', 'lanczos')
 
 
-def make_pairs(truths, scale):
-    """Every photo reduced each of the three ways: (lr rgb image, hr luma) pairs."""
+def make_pairs(truths, scale, reductions=REDUCTIONS):
+    """Every photo reduced each of the three ways (a way named twice is drawn twice as often): (lr rgb image, hr luma) pairs."""
     pairs = []
     for _, img in truths:
         hr = luma(img)
-        for how in REDUCTIONS:
+        for how in reductions:
             pairs.append((reduce_by(img, how, scale), hr))
     return pairs
 
@@ -176,6 +176,8 @@ def main():
                     help='share of patches left without JPEG, noise or grain before the usual mix (0: every patch takes its chances)')
     ap.add_argument('--no-jpeg', action='store_true',
                     help='no JPEG pass in the degradations (noise and grain stay): a model for inputs from lossless files')
+    ap.add_argument('--reductions', default=','.join(REDUCTIONS),
+                    help='the reductions patches are drawn from; one named twice is drawn twice as often')
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -187,7 +189,9 @@ def main():
     # every 16th photo is held out for the learning curve (never eval/)
     held = [t for i, t in enumerate(truths) if i % 16 == 7]
     train = [t for i, t in enumerate(truths) if i % 16 != 7]
-    pairs = make_pairs(train, args.scale)
+    reductions = args.reductions.split(',')
+    assert all(r in REDUCTIONS for r in reductions), f'--reductions takes {REDUCTIONS}'
+    pairs = make_pairs(train, args.scale, reductions)
     held_pairs = [(reduce_by(img, how, args.scale), luma(img)) for _, img in held for how in ('bicubic', 'area')]
     print(f'{len(train)} training photos, {len(held)} held out', flush=True)
 
