@@ -8,12 +8,13 @@
  * (cubic), >= +0.8 dB (area); at 4x >= +0.9 dB (cubic and area); no image worse than Lanczos3 by
  * more than 0.25 dB in any variant of any set at either scale. Issue 38 item 2: the int8 model the
  * service runs keeps its gain within 0.05 dB of the fp32 model it is quantised from (the same
- * weights, models/upscaler-x2.onnx), on BSD100 at 2x (cubic and area), both measured in this run.
+ * weights, models/upscaler-x2-lossless.onnx: BSD100's inputs are PNG), on BSD100 at 2x (cubic and
+ * area), both measured in this run.
  *
- * At 4x a PNG input gets the model for lossless inputs and a JPEG the one for any input, as the
- * service chooses (losslessInput in src/tools/image/upscale.ts).
+ * At each factor a PNG input gets the model for lossless inputs and a JPEG the one for any input,
+ * as the service chooses (losslessInput in src/tools/image/upscale.ts).
  *
- * BENCH_MODEL / BENCH_MODEL_X4 / BENCH_MODEL_X4_LOSSLESS=<file.onnx> measure other models (training checkpoints);
+ * BENCH_MODEL / BENCH_MODEL_LOSSLESS / BENCH_MODEL_X4 / BENCH_MODEL_X4_LOSSLESS=<file.onnx> measure other models (training checkpoints);
  * BENCH_SETS=BSD100,Set14; BENCH_SCALES=4.
  */
 import fs from 'node:fs/promises';
@@ -91,10 +92,10 @@ async function main(): Promise<void> {
   const missing = await fs.access(EVAL).then(() => false, () => true);
   const scales = (process.env.BENCH_SCALES ?? '2,4').split(',').map((v) => (v.trim() === '4' ? 4 : 2) as Scale);
   const models: Record<Scale, Record<LumaInputs, string | undefined>> = {
-    2: { any: process.env.BENCH_MODEL, lossless: process.env.BENCH_MODEL },
+    2: { any: process.env.BENCH_MODEL, lossless: process.env.BENCH_MODEL_LOSSLESS },
     4: { any: process.env.BENCH_MODEL_X4, lossless: process.env.BENCH_MODEL_X4_LOSSLESS },
   };
-  // One network per model file (at 2x both kinds of input share one), made as the inputs need them.
+  // One network per model file, made as the inputs need them.
   const nets = new Map<string, LumaNet>();
   const netFor = async (n: Scale, input: Buffer): Promise<LumaNet> => {
     const inputs: LumaInputs = losslessInput(await sharp(input).metadata()) ? 'lossless' : 'any';
@@ -103,8 +104,8 @@ async function main(): Promise<void> {
     if (!net) nets.set(modelPath, (net = new LumaNet({ scale: n, modelPath })));
     return net;
   };
-  // The fp32 file the served int8 model is quantised from, scored beside it (not for a BENCH_MODEL).
-  const fp32 = scales.includes(2) && !models[2].any ? new LumaNet({ scale: 2, modelPath: defaultModelPath(2, 'fp32') }) : null;
+  // The fp32 file the int8 model served for BSD100's PNGs is quantised from, scored beside it (not for a BENCH_MODEL_LOSSLESS).
+  const fp32 = scales.includes(2) && !models[2].lossless ? new LumaNet({ scale: 2, modelPath: defaultModelPath(2, 'fp32', 'lossless') }) : null;
   const rows: Row[] = [];
   const work = await fs.mkdtemp(path.join(os.tmpdir(), 'toolrun-bench-learned-'));
   try {

@@ -32,15 +32,15 @@ export type LumaPrecision = 'int8' | 'fp32';
 
 /**
  * What a model was trained for: `any` input (reductions with JPEG artefacts, sensor noise and film
- * grain mixed in, so that it does not sharpen them), or `lossless` files (x4 only: clean
- * reductions, more gain on them and less on JPEGs; docs/decisions.md "A second x4 model for
- * lossless inputs"). At 2x one model serves both.
+ * grain mixed in, so that it does not sharpen them), or `lossless` files (trained without JPEG
+ * artefacts, which such a file cannot hold: more gain on them; docs/decisions.md "A second x4 model
+ * for lossless inputs", "A model for lossless inputs at 2x"). Each factor ships one of each.
  */
 export type LumaInputs = 'any' | 'lossless';
 
 /** The model that ships for this factor and input; resolved from the package root (models/ sits beside src/ and dist/). */
 export function defaultModelPath(scale: LumaScale = 2, precision: LumaPrecision = 'int8', inputs: LumaInputs = 'any'): string {
-  const kind = scale === 4 && inputs === 'lossless' ? '-lossless' : '';
+  const kind = inputs === 'lossless' ? '-lossless' : '';
   return fileURLToPath(new URL(`../../../models/upscaler-x${scale}${kind}${precision === 'int8' ? '-int8' : ''}.onnx`, import.meta.url));
 }
 
