@@ -1,9 +1,7 @@
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
-import { THREAD_SOURCE } from './thread.js';
+import { NetThread } from './net-thread.js';
 
 // The learned x2 and x4 luma upscalers (training/upscaler/, docs/decisions.md "A learned
 // upscaler"): small networks whose ONNX files ship in models/, run by onnxruntime-node's CPU build in a worker
@@ -71,22 +69,18 @@ export interface LumaNetOptions {
   halo?: number;
   /** Input sides must be multiples of this (2 for a network on 2x2 blocks); default 1. */
   blocks?: 1 | 2;
-}
-
-interface Waiter {
-  resolve(data: Float32Array): void;
-  reject(err: Error): void;
+  /** The thread to run in (the process's shared networks share one); default a thread of its own. */
+  thread?: NetThread;
 }
 
 export class LumaNet {
-  private worker: Worker | null = null;
-  private nextId = 1;
-  private readonly waiting = new Map<number, Waiter>();
   readonly modelPath: string;
   readonly scale: LumaScale;
   readonly halo: number;
   readonly blocks: 1 | 2;
   private readonly threads: number;
+  private readonly thread: NetThread;
+  private readonly ownThread: boolean;
 
   constructor(opts: LumaNetOptions = {}) {
     this.scale = opts.scale ?? 2;
@@ -96,45 +90,23 @@ export class LumaNet {
     this.halo = opts.halo ?? HALO;
     // Tiles start at multiples of the tile size less the halo: all three even keeps every tile on the blocks.
     if (this.blocks === 2 && this.halo % 2 !== 0) throw new Error('a network on 2x2 blocks needs an even halo');
-  }
-
-  private thread(): Worker {
-    if (this.worker) return this.worker;
-    const ortPath = createRequire(import.meta.url).resolve('onnxruntime-node');
-    const worker = new Worker(THREAD_SOURCE, {
-      eval: true,
-      workerData: { ortPath, modelPath: this.modelPath, threads: this.threads },
-    });
-    worker.on('message', (reply: { id: number; data?: Float32Array; error?: string }) => {
-      const waiter = this.waiting.get(reply.id);
-      if (!waiter) return;
-      this.waiting.delete(reply.id);
-      if (this.waiting.size === 0) worker.unref();
-      if (reply.data) waiter.resolve(reply.data);
-      else waiter.reject(new Error(`the upscaler's network failed: ${reply.error ?? 'no answer'}`));
-    });
-    const lost = (err: Error) => {
-      if (this.worker !== worker) return;
-      this.worker = null;
-      for (const waiter of this.waiting.values()) waiter.reject(err);
-      this.waiting.clear();
-    };
-    worker.on('error', lost);
-    worker.on('exit', (code) => lost(new Error(`the upscaler's thread exited (code ${code})`)));
-    // Idle, it never keeps the process alive (the session stays loaded for the next run); while a
-    // strip is asked for, it does (strip()). After the listeners: adding one refs the thread again.
-    worker.unref();
-    this.worker = worker;
-    return worker;
+    this.ownThread = !opts.thread;
+    this.thread = opts.thread ?? new NetThread();
   }
 
   private strip(luma: Float32Array, width: number, height: number, y0: number, y1: number, output: LumaOutput, tile: number): Promise<Float32Array> {
-    const worker = this.thread();
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      if (this.waiting.size === 0) worker.ref();
-      this.waiting.set(id, { resolve, reject });
-      worker.postMessage({ id, luma: luma.buffer, width, height, y0, y1, output, tile, halo: this.halo, scale: this.scale });
+    return this.thread.strip({
+      modelPath: this.modelPath,
+      threads: this.threads,
+      luma: luma.buffer as SharedArrayBuffer,
+      width,
+      height,
+      y0,
+      y1,
+      output,
+      tile,
+      halo: this.halo,
+      scale: this.scale,
     });
   }
 
@@ -171,26 +143,32 @@ export class LumaNet {
     }
   }
 
-  /** Stops the thread (tests; a process that ends needs nothing). */
+  /** Stops its own thread, or frees its session in a shared one (tests; a process that ends needs nothing). */
   async close(): Promise<void> {
-    const worker = this.worker;
-    this.worker = null;
-    if (worker) await worker.terminate();
+    if (this.ownThread) await this.thread.close();
+    else await this.thread.unload(this.modelPath);
   }
 }
 
 const processNets = new Map<string, LumaNet>();
+let processThread: NetThread | null = null;
+
+/** The one thread the process's shared networks run in, started on first use. */
+function sharedThread(): NetThread {
+  processThread ??= new NetThread();
+  return processThread;
+}
 
 /**
  * The process's network with the shipped model of this factor and input, made on the first learned
- * run that needs it (the issue asks for one session per process, loaded lazily); nothing is loaded
- * at import.
+ * run that needs it (the issue asks for one session per process, loaded lazily: all of them share
+ * one thread, which keeps one session loaded); nothing is loaded at import.
  */
 export function sharedLumaNet(scale: LumaScale = 2, inputs: LumaInputs = 'any'): LumaNet {
   const modelPath = defaultModelPath(scale, 'int8', inputs);
   let net = processNets.get(modelPath);
   if (!net) {
-    net = new LumaNet({ scale, modelPath });
+    net = new LumaNet({ scale, modelPath, thread: sharedThread() });
     processNets.set(modelPath, net);
   }
   return net;
@@ -201,7 +179,7 @@ export function sharedVideoNet(): LumaNet {
   const modelPath = videoModelPath();
   let net = processNets.get(modelPath);
   if (!net) {
-    net = new LumaNet({ modelPath, ...VIDEO_NET });
+    net = new LumaNet({ modelPath, ...VIDEO_NET, thread: sharedThread() });
     processNets.set(modelPath, net);
   }
   return net;

@@ -1,31 +1,46 @@
-// The code of the thread that runs the upscaler's network (luma-net.ts). Plain JavaScript given
+// The code of the thread that runs the upscaler's networks (luma-net.ts). Plain JavaScript given
 // as a string (`eval`), as md5-worker.ts does, so the same code runs from the sources through tsx
 // and from the compiled dist/ without a loader in the thread. ONNX Runtime's own threads do the
 // arithmetic; this thread only cuts tiles and copies their cores, so the event loop of the process
 // never waits on either.
 //
-// One job at a time (a chain of promises): each holds a strip's activations, and two at once
-// would double the memory a process needs for the largest image.
+// One thread runs every network a process loads, one job at a time across all of them (a chain of
+// promises): each holds a strip's activations, and two at once would double the memory a process
+// needs for the largest image. It keeps one session loaded, the last one asked for, and releases it
+// before loading another: a session's memory arena keeps the peak of its largest strip, so every
+// network kept loaded held a strip's activations of its own (docs/decisions.md, "One thread for a
+// process's networks"). Loading one of these models again takes 6-8 ms against ~50 ms a tile.
 export const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const ort = require(workerData.ortPath);
-let session = null;
+let current = null;
 let chain = Promise.resolve();
-function load() {
-  if (!session) {
-    session = ort.InferenceSession.create(workerData.modelPath, {
-      intraOpNumThreads: workerData.threads,
-      interOpNumThreads: 1,
-      executionMode: 'sequential',
-      graphOptimizationLevel: 'all',
-      extra: { session: { intra_op: { allow_spinning: '0' } } },
-    });
-    session.catch(() => { session = null; });
-  }
+async function drop() {
+  const was = current;
+  current = null;
+  if (was) await was.session.then((s) => s.release(), () => undefined);
+}
+async function load(modelPath, threads) {
+  const key = modelPath + '#' + threads;
+  if (current && current.key === key) return current.session;
+  await drop();
+  const session = ort.InferenceSession.create(modelPath, {
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+    extra: { session: { intra_op: { allow_spinning: '0' } } },
+  });
+  current = { key, modelPath, session };
+  session.catch(() => { if (current && current.session === session) current = null; });
   return session;
 }
+async function unload(modelPath) {
+  if (current && current.modelPath === modelPath) await drop();
+  return new Float32Array(0);
+}
 async function strip(m) {
-  const s = await load();
+  const s = await load(m.modelPath, m.threads);
   const w = m.width, h = m.height, y0 = m.y0, y1 = m.y1, tile = m.tile, halo = m.halo, n = m.scale;
   const luma = new Float32Array(m.luma);
   const ow = n * w;
@@ -47,7 +62,7 @@ async function strip(m) {
   return out;
 }
 parentPort.on('message', (m) => {
-  chain = chain.then(() => strip(m)).then(
+  chain = chain.then(() => (m.unload ? unload(m.modelPath) : strip(m))).then(
     (out) => parentPort.postMessage({ id: m.id, data: out }, [out.buffer]),
     (err) => parentPort.postMessage({ id: m.id, error: String((err && err.message) || err) }),
   );
