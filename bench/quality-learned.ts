@@ -199,6 +199,7 @@ async function main(): Promise<void> {
     notes: [
       'Truth: the *_HR.png of each set (sides trimmed to a multiple of the scale). Inputs: the truth reduced 2x or 4x by sharp\'s cubic (antialiased), an exact n x n mean ("area") and sharp\'s Lanczos3; "+jpeg75": that reduction saved as JPEG at quality 75 (the output is then a JPEG at quality 90, as users get it). Luma: BT.601 weights on full-range RGB; a border of 2 x the scale left out (4 px at 2x, 8 at 4x). Both methods run through the tool\'s runner in this run, each scale with its own model; at 4x PNG inputs get the model for lossless inputs and JPEG inputs the one for any input, as the service chooses.',
       'Full-range luma: published tables use 16-235 luma, which reads about 1.3 dB higher for the same images.',
+      '4x area-reduced: the network\'s ceiling, measured: trained on area-reduced patches alone it reaches about +0.85 dB (and gives up bicubic\'s pass); 24 more photos, an 8-fold geometric ensemble (+0.08 dB for 8 times the work) and two x2 passes were tried (docs/decisions.md, "The x4 area-reduced gain").',
       `Per set and input:\n\n${'```'}text\n${summaryTable}\n${'```'}`,
     ],
     details: { rows },
