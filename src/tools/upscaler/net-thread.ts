@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import type { LumaOutput } from './luma-net.js';
 import { THREAD_SOURCE } from './thread.js';
 
 /** What the thread is asked for: one strip of one model's output (thread.ts `strip`). */
@@ -11,7 +12,7 @@ export interface StripRequest {
   height: number;
   y0: number;
   y1: number;
-  output: string;
+  output: LumaOutput;
   tile: number;
   halo: number;
   scale: number;
